@@ -1,0 +1,68 @@
+"""orch-otel: OpenTelemetry spans for multi-agent orchestration, exported as
+replayable orchestration traces.
+
+One line sets it up::
+
+    import orch_otel
+    orch_otel.instrument()          # LangGraph / AutoGen apps: nothing else to do
+
+Hand-written agents use the decorators and helpers::
+
+    @orch_otel.agent(role="planner")
+    def planner(task): ...
+    orch_otel.delegate("writer", options=["writer", "critic"])
+"""
+
+from ._version import __version__
+from .configure import Instrumentation, flush, instrument, uninstrument
+from .content import ContentPolicy, redact_secrets
+from .converter import Conversion, convert
+from .decorators import (
+    agent,
+    aggregate,
+    delegate,
+    human_intervention,
+    llm_call,
+    message,
+    reward,
+    spawn,
+    stop,
+    tool,
+    workflow,
+)
+from .recorder import Recorder, get_recorder, set_recorder
+from .spans import SpanRecord
+from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
+
+
+__all__ = [
+    "__version__",
+    "Attr",
+    "ContentPolicy",
+    "Conversion",
+    "DecisionKind",
+    "EdgeKind",
+    "EventKind",
+    "Instrumentation",
+    "Recorder",
+    "SpanRecord",
+    "StopReason",
+    "agent",
+    "aggregate",
+    "convert",
+    "delegate",
+    "flush",
+    "get_recorder",
+    "human_intervention",
+    "instrument",
+    "llm_call",
+    "message",
+    "redact_secrets",
+    "reward",
+    "set_recorder",
+    "spawn",
+    "stop",
+    "tool",
+    "uninstrument",
+    "workflow",
+]

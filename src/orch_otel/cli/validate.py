@@ -1,0 +1,34 @@
+"""``orch-otel validate``: per-file, per-line errors; exit 1 on any error."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from ..tracefiles import read_lines, trace_files
+from ..validation import trace_errors
+
+EXIT_OK, EXIT_INVALID, EXIT_NO_INPUT = 0, 1, 2
+
+
+def run_validate(paths: list[str]) -> int:
+    console = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    files = trace_files(paths)
+    missing = [p for p in files if not p.is_file()]
+    for path in missing:
+        err.print(f"[red]{path}: no such file[/red]")
+    traces = bad = 0
+    for path in (p for p in files if p.is_file()):
+        for line in read_lines(path):
+            traces += 1
+            errors = [line.error] if line.error else trace_errors(line.trace or {})
+            if errors:
+                bad += 1
+                for error in errors:
+                    err.print(f"{path}:{line.lineno}: {error}", markup=False)
+    if not files or traces == 0:
+        err.print("[red]no traces found[/red]")
+        return EXIT_NO_INPUT
+    verdict = "[green]valid[/green]" if not (bad or missing) else f"[red]{bad} invalid[/red]"
+    console.print(f"{traces} trace(s) in {len(files)} file(s): {verdict}")
+    return EXIT_INVALID if bad or missing else EXIT_OK

@@ -1,0 +1,169 @@
+"""One-line setup: ``orch_otel.instrument()``, ``flush()`` and ``uninstrument()``."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from . import env
+from .content import ContentPolicy, Redactor
+from .exporters.trace_file import TraceFileExporter
+from .recorder import Recorder, set_recorder
+
+_log = logging.getLogger(__name__)
+_INSTRUMENTOR_GROUP = "opentelemetry_instrumentor"
+
+
+@dataclass
+class Instrumentation:
+    """What ``instrument()`` set up."""
+
+    tracer_provider: Any
+    recorder: Recorder
+    trace_exporter: TraceFileExporter | None
+    processors: list[SpanProcessor] = field(default_factory=list)
+    instrumentors: list[Any] = field(default_factory=list)
+
+    @property
+    def trace_dir(self) -> Path | None:
+        return self.trace_exporter.trace_dir if self.trace_exporter else None
+
+
+_state: Instrumentation | None = None
+_lock = threading.Lock()
+
+
+def instrument(
+    trace_dir: str | os.PathLike[str] | None = None,
+    tracer_provider: Any = None,
+    capture_content: bool | None = None,
+    redactors: Iterable[Redactor] | None = None,
+) -> Instrumentation:
+    """Instrument every supported framework that is installed and write
+    replayable traces under ``trace_dir`` (else ``$ORCH_OTEL_TRACE_DIR``, else
+    ``./orch-traces``). Idempotent: later calls return the first setup.
+
+    - ``tracer_provider``: an SDK ``TracerProvider`` to use; default the global
+      one, or a new one (set as global) if none is set.
+    - ``capture_content``: keep message and tool content (default: the
+      ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off).
+    - ``redactors``: replace the default secret redactor (used when capturing).
+
+    OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
+    and orch-otel created the provider (a provider you configured keeps its own
+    exporters).
+    """
+    global _state
+    with _lock:
+        if _state is not None:
+            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors)):
+                _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
+            return _state
+        provider, created = _resolve_provider(tracer_provider)
+        recorder = Recorder(tracer_provider=provider, content=ContentPolicy.from_env(capture_content, redactors))
+        set_recorder(recorder)
+        state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
+        if isinstance(provider, TracerProvider):
+            state.trace_exporter = TraceFileExporter(trace_dir)
+            state.processors.append(BatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
+            if created and env.otlp_protocol():
+                state.processors.append(BatchSpanProcessor(_otlp_exporter(env.otlp_protocol())))
+            for processor in state.processors:
+                provider.add_span_processor(processor)
+            if not created:
+                atexit.register(_shutdown_processors, state.processors)
+        else:
+            _log.warning("orch-otel: the tracer provider is not an SDK TracerProvider; no trace files are written")
+        state.instrumentors = _instrument_frameworks(provider)
+        _state = state
+        return state
+
+
+def flush(timeout_millis: int = 30_000) -> bool:
+    """Export every finished span and write every completed trace now."""
+    state = _state
+    if state is None:
+        provider = trace.get_tracer_provider()
+        force_flush = getattr(provider, "force_flush", None)
+        return bool(force_flush(timeout_millis)) if force_flush else True
+    return all(p.force_flush(timeout_millis) for p in state.processors)
+
+
+def uninstrument() -> None:
+    """Remove the framework instrumentation and close orch-otel's exporters
+    (open traces are written, marked incomplete)."""
+    global _state
+    with _lock:
+        state, _state = _state, None
+        if state is None:
+            return
+        for instrumentor in state.instrumentors:
+            instrumentor.uninstrument()
+        _shutdown_processors(state.processors)
+        set_recorder(Recorder())
+
+
+def current() -> Instrumentation | None:
+    return _state
+
+
+def _shutdown_processors(processors: list[SpanProcessor]) -> None:
+    for processor in processors:
+        try:
+            processor.shutdown()
+        except Exception:
+            _log.debug("orch-otel: processor shutdown failed", exc_info=True)
+
+
+def _resolve_provider(explicit: Any) -> tuple[Any, bool]:
+    if explicit is not None:
+        return explicit, False
+    current_provider = trace.get_tracer_provider()
+    if isinstance(current_provider, trace.ProxyTracerProvider):
+        provider = TracerProvider(resource=Resource.create())
+        trace.set_tracer_provider(provider)
+        return provider, True
+    return current_provider, False
+
+
+def _otlp_exporter(protocol: str | None) -> Any:
+    try:
+        if protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        raise RuntimeError(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: pip install 'orch-otel[otlp]'"
+        ) from exc
+    return OTLPSpanExporter()
+
+
+def _instrument_frameworks(provider: Any) -> list[Any]:
+    """Instrument each orch-otel instrumentor whose framework is installed."""
+    done = []
+    for entry_point in entry_points(group=_INSTRUMENTOR_GROUP):
+        if not entry_point.value.startswith("orch_otel."):
+            continue
+        try:
+            instrumentor = entry_point.load()()
+            if instrumentor._check_dependency_conflicts() is not None:
+                continue  # framework absent or unsupported version
+            if not instrumentor.is_instrumented_by_opentelemetry:
+                instrumentor.instrument(tracer_provider=provider)
+            done.append(instrumentor)
+        except Exception:
+            _log.warning("orch-otel: could not instrument %s", entry_point.name, exc_info=True)
+    return done

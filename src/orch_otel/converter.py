@@ -1,0 +1,508 @@
+"""The single mapping from a tree of finished spans to a replayable trace.
+
+The live exporter and the offline readers both call :func:`convert`, so live
+and offline output cannot drift apart. The function is pure: span records in,
+a trace dict (shaped by :mod:`orch_otel.models`) and the captured contents out.
+The mapping rules are documented in ``docs/trace-format.md``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .spans import EventRecord, SpanRecord
+from .vocabulary import (
+    HUMAN_AGENT,
+    Attr,
+    Channel,
+    DecisionKind,
+    EdgeKind,
+    EventKind,
+    Operation,
+    SpanEvent,
+    Status,
+    StopReason,
+)
+
+DEFAULT_ACTOR = "orchestrator"
+_AGENT_OPS = (Operation.INVOKE_AGENT.value, Operation.INVOKE_WORKFLOW.value)
+_CONTENT_PAIRS = (
+    (Attr.CONTENT_REF, Attr.CONTENT),
+    (Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS),
+    (Attr.INPUT_REF, Attr.INPUT_MESSAGES),
+    (Attr.OUTPUT_REF, Attr.TOOL_CALL_RESULT),
+    (Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES),
+)
+
+
+_COVERS_SPAWN = (DecisionKind.SPAWN.value, DecisionKind.DELEGATE.value)
+
+
+@dataclass
+class Conversion:
+    trace: dict[str, Any]
+    contents: dict[str, str]  # content ref -> JSON text (only what was captured)
+
+
+class _Ev:
+    """An event under construction; ``data`` becomes the JSON event."""
+
+    __slots__ = ("t_ns", "seq", "data", "scope")
+
+    def __init__(self, t_ns: int, seq: float, data: dict[str, Any], scope: str | None = None):
+        self.t_ns = t_ns
+        self.seq = seq
+        self.data = data
+        self.scope = scope  # span id of the agent span whose work this event is
+
+
+def _put(data: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None and value != "" and value != []:
+        data[key] = value
+
+
+def _list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+class _Builder:
+    def __init__(self, spans: Iterable[SpanRecord]):
+        self.by_id: dict[str, SpanRecord] = {}
+        for span in spans:
+            self.by_id.setdefault(span.span_id, span)  # duplicates: first copy wins
+        if not self.by_id:
+            raise ValueError("a trace needs at least one span")
+        self.events: list[_Ev] = []
+        self.contents: dict[str, str] = {}
+        self.rewards: dict[str, float] = {}
+        self.orphans = 0
+        self.spawn_links: list[tuple[_Ev, _Ev]] = []
+        self.spawn_of_scope: dict[str, _Ev] = {}
+        self.agent_spans: list[tuple[SpanRecord, int]] = []
+        self.roots: list[SpanRecord] = []  # spans walked as roots (true roots, orphans, cycle breaks)
+        self._seq = 0
+
+    # -- tree walk -------------------------------------------------------------------
+
+    def walk(self) -> None:
+        children: dict[str, list[SpanRecord]] = defaultdict(list)
+        roots: list[SpanRecord] = []
+        for span in self.by_id.values():
+            parent = span.parent_id
+            if parent is not None and parent in self.by_id and parent != span.span_id:
+                children[parent].append(span)
+            else:
+                roots.append(span)
+                if parent is not None and not span.parent_is_remote:
+                    self.orphans += 1
+        for kids in children.values():
+            kids.sort(key=lambda s: (s.start_ns, s.span_id))
+        visited: set[str] = set()
+        pending = sorted(roots, key=lambda s: (s.start_ns, s.span_id))
+        while True:
+            self.roots.extend(pending)
+            for root in pending:
+                self._visit(root, children, visited, None, None, None, 0)
+            if len(visited) == len(self.by_id):
+                break
+            # Spans caught in a parent cycle: break it at the earliest one.
+            rest = [s for s in self.by_id.values() if s.span_id not in visited]
+            self.orphans += 1
+            pending = [min(rest, key=lambda s: (s.start_ns, s.span_id))]
+
+    def _visit(self, span: SpanRecord, children: Mapping[str, list[SpanRecord]], visited: set[str],
+               actor: str | None, role: str | None, scope: str | None, depth: int) -> None:
+        stack = [(span, actor, role, scope, depth)]
+        while stack:
+            span, actor, role, scope, depth = stack.pop()
+            if span.span_id in visited:
+                continue
+            visited.add(span.span_id)
+            attrs = span.attributes
+            op = attrs.get(Attr.OPERATION)
+            parent_actor = actor
+            if op in _AGENT_OPS:
+                name = attrs.get(Attr.AGENT_NAME) or attrs.get(Attr.WORKFLOW_NAME) or span.name
+                actor, role, depth = str(name), attrs.get(Attr.AGENT_ROLE), depth + 1
+                if op == Operation.INVOKE_AGENT.value:
+                    self._agent(span, parent_actor, scope, actor, role)
+                    self.agent_spans.append((span, depth))
+                scope = span.span_id
+            elif op == Operation.EXECUTE_TOOL.value:
+                self._tool(span, actor or DEFAULT_ACTOR, role, scope)
+            elif op == Operation.CHAT.value:
+                self._llm(span, actor or DEFAULT_ACTOR, role, scope)
+            for event in span.events:
+                self._span_event(span, event, actor or DEFAULT_ACTOR, role, scope)
+            for child in reversed(children.get(span.span_id, ())):
+                stack.append((child, actor, role, scope, depth))
+
+    # -- events from spans -------------------------------------------------------------
+
+    def _add(self, t_ns: int, span: SpanRecord, data: dict[str, Any], scope: str | None,
+             status: str = Status.OK.value) -> _Ev:
+        data["span_id"] = span.span_id
+        data["status"] = status
+        self._seq += 1
+        ev = _Ev(t_ns, self._seq, data, scope)
+        self.events.append(ev)
+        self._collect_content(span.attributes)
+        return ev
+
+    def _agent(self, span: SpanRecord, parent: str | None, scope: str | None, name: str, role: Any) -> None:
+        if parent is None:
+            return
+        attrs = span.attributes
+        if attrs.get(Attr.AGENT_SPAWNED):
+            data = {"type": EventKind.SPAWN.value, "agent": parent, "to": name}
+            _put(data, "role", role)
+            _put(data, "fanout_index", attrs.get(Attr.FANOUT_INDEX))
+            _put(data, "fanout_size", attrs.get(Attr.FANOUT_SIZE))
+            self.spawn_of_scope[span.span_id] = self._add(span.start_ns, span, data, scope)
+        data = {"type": EventKind.RETURN.value, "agent": name, "from": name, "to": parent}
+        _put(data, "role", role)
+        _put(data, "content_ref", attrs.get(Attr.OUTPUT_REF))
+        _put(data, "outcome", attrs.get(Attr.OUTCOME))
+        self._add(span.end_ns, span, data, span.span_id, _status(span))
+
+    def _tool(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
+        attrs = span.attributes
+        tool = str(attrs.get(Attr.TOOL_NAME) or span.name)
+        call_id = attrs.get(Attr.TOOL_CALL_ID)
+        call = {"type": EventKind.TOOL_CALL.value, "agent": actor, "tool": tool}
+        _put(call, "role", role)
+        _put(call, "call_id", call_id)
+        _put(call, "content_ref", attrs.get(Attr.INPUT_REF))
+        self._add(span.start_ns, span, call, scope)
+        result = {"type": EventKind.TOOL_RESULT.value, "agent": tool, "tool": tool, "to": actor}
+        _put(result, "call_id", call_id)
+        _put(result, "content_ref", attrs.get(Attr.OUTPUT_REF))
+        _put(result, "outcome", attrs.get(Attr.OUTCOME))
+        self._add(span.end_ns, span, result, scope, _status(span))
+
+    def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
+        attrs = span.attributes
+        model = str(attrs.get(Attr.RESPONSE_MODEL) or attrs.get(Attr.REQUEST_MODEL) or "unknown")
+        data: dict[str, Any] = {
+            "type": EventKind.MESSAGE.value,
+            "channel": Channel.LLM.value,
+            "agent": actor,
+            "from": actor,
+            "to": model,
+            "model": model,
+            "duration_s": _seconds(span.end_ns - span.start_ns),
+        }
+        _put(data, "role", role)
+        _put(data, "provider", attrs.get(Attr.PROVIDER))
+        _put(data, "input_tokens", attrs.get(Attr.INPUT_TOKENS))
+        _put(data, "output_tokens", attrs.get(Attr.OUTPUT_TOKENS))
+        _put(data, "input_ref", attrs.get(Attr.INPUT_REF))
+        _put(data, "content_ref", attrs.get(Attr.OUTPUT_REF))
+        self._add(span.start_ns, span, data, scope, _status(span))
+
+    def _span_event(self, span: SpanRecord, event: EventRecord, actor: str, role: Any, scope: str | None) -> None:
+        attrs = event.attributes
+        name = event.name
+        if name == SpanEvent.DECISION:
+            targets = _list(attrs.get(Attr.TARGETS))
+            data: dict[str, Any] = {
+                "type": EventKind.ORCHESTRATOR_DECISION.value,
+                "agent": actor,
+                "decision": str(attrs.get(Attr.DECISION) or DecisionKind.DELEGATE.value),
+            }
+            _put(data, "role", role)
+            _put(data, "to", ",".join(targets))
+            _put(data, "targets", targets)
+            if Attr.OPTIONS in attrs:
+                data["options"] = _list(attrs.get(Attr.OPTIONS))
+            reason = attrs.get(Attr.STOP_REASON)
+            _put(data, "reason", reason)
+            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            status = Status.ERROR.value if reason == StopReason.ERROR.value else Status.OK.value
+            self._add(event.time_ns, span, data, scope, status)
+            self._collect_content(attrs)
+        elif name == SpanEvent.MESSAGE:
+            sender = str(attrs.get(Attr.SENDER) or actor)
+            recipients = _list(attrs.get(Attr.RECIPIENTS))
+            data = {
+                "type": EventKind.MESSAGE.value,
+                "channel": Channel.AGENT.value,
+                "agent": sender,
+                "from": sender,
+                "decision": DecisionKind.COMMUNICATE.value,
+            }
+            _put(data, "to", ",".join(recipients))
+            _put(data, "recipients", recipients)
+            _put(data, "message_type", attrs.get(Attr.MESSAGE_TYPE))
+            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            self._add(event.time_ns, span, data, scope)
+            self._collect_content(attrs)
+        elif name == SpanEvent.AGGREGATE:
+            data = {"type": EventKind.AGGREGATE.value, "agent": actor, "decision": DecisionKind.AGGREGATE.value}
+            _put(data, "role", role)
+            if Attr.SOURCES in attrs:
+                data["sources"] = _list(attrs.get(Attr.SOURCES))
+            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            self._add(event.time_ns, span, data, scope)
+            self._collect_content(attrs)
+        elif name == SpanEvent.HUMAN_INTERVENTION:
+            data = {"type": EventKind.HUMAN_INTERVENTION.value, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
+            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put(data, "resume_of", attrs.get(Attr.RESUME_OF))
+            self._add(event.time_ns, span, data, scope)
+            self._collect_content(attrs)
+        elif name == SpanEvent.SAFETY:
+            data = {"type": EventKind.SAFETY_EVENT.value, "agent": actor}
+            _put(data, "kind", attrs.get(Attr.SAFETY_KIND))
+            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            self._add(event.time_ns, span, data, scope)
+        elif name == SpanEvent.REWARD:
+            try:
+                value = float(attrs.get(Attr.REWARD_VALUE))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                return
+            key = str(attrs.get(Attr.REWARD_NAME) or "reward")
+            self.rewards[key] = self.rewards.get(key, 0.0) + value
+
+    def _collect_content(self, attrs: Mapping[str, Any]) -> None:
+        for ref_key, text_key in _CONTENT_PAIRS:
+            text = attrs.get(text_key)
+            if text is not None:
+                ref = attrs.get(ref_key)
+                if ref is not None:
+                    self.contents[str(ref)] = str(text)
+
+    # -- completion ---------------------------------------------------------------------
+
+    def ensure_stop(self, complete: bool) -> None:
+        """A finished run has a stop decision; an incomplete one gets one saying so."""
+        root = min(self.roots, key=lambda s: (s.start_ns, s.span_id))
+        incomplete = not complete or self.orphans > 0
+        has_stop = any(ev.data.get("decision") == DecisionKind.STOP.value for ev in self.events)
+        if has_stop and not incomplete:
+            return
+        if incomplete:
+            reason = StopReason.INCOMPLETE.value
+        elif root.status == "error":
+            reason = StopReason.ERROR.value
+        else:
+            reason = StopReason.END.value
+        end = max(s.end_ns for s in self.by_id.values())
+        actor = str(root.attributes.get(Attr.AGENT_NAME) or root.attributes.get(Attr.WORKFLOW_NAME) or DEFAULT_ACTOR)
+        data = {
+            "type": EventKind.ORCHESTRATOR_DECISION.value,
+            "agent": actor,
+            "decision": DecisionKind.STOP.value,
+            "reason": reason,
+            "implied": True,
+        }
+        status = Status.ERROR.value if reason == StopReason.ERROR.value else Status.OK.value
+        self._add(end, root, data, None, status)
+
+    def cover_spawns(self) -> None:
+        """Pair each spawn event with the decision that covers it (a spawn, or a
+        delegation naming the spawned agent), adding an implied spawn decision
+        where none was recorded. Spawns that start while an implied group's
+        first child still runs join that group: one decision per fan-out."""
+        decisions: dict[str, list[tuple[_Ev, Counter[str]]]] = defaultdict(list)
+        for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
+            data = ev.data
+            if data["type"] == EventKind.ORCHESTRATOR_DECISION.value and data.get("decision") in _COVERS_SPAWN:
+                decisions[data["agent"]].append((ev, Counter(data.get("targets", []))))
+        groups: dict[str, tuple[_Ev, int]] = {}  # parent -> (implied decision, earliest child end)
+        for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
+            data = ev.data
+            if data["type"] != EventKind.SPAWN.value:
+                continue
+            parent, target = data["agent"], data["to"]
+            match = None
+            for decision, left in decisions.get(parent, ()):
+                if decision.t_ns <= ev.t_ns and left[target] > 0:
+                    left[target] -= 1
+                    match = decision
+                    break
+            if match is None:
+                child_end = self.by_id[data["span_id"]].end_ns
+                group = groups.get(parent)
+                if group is not None and ev.t_ns < group[1]:  # started while the group runs: same fan-out
+                    match = group[0]
+                    groups[parent] = (match, min(group[1], child_end))
+                else:
+                    decision_data = {
+                        "type": EventKind.ORCHESTRATOR_DECISION.value,
+                        "agent": parent,
+                        "decision": DecisionKind.SPAWN.value,
+                        "targets": [],
+                        "implied": True,
+                        "span_id": ev.scope or data["span_id"],  # the parent's span
+                        "status": Status.OK.value,
+                    }
+                    match = _Ev(ev.t_ns, ev.seq - 0.5, decision_data, ev.scope)  # sorts just before the spawn
+                    self.events.append(match)
+                    groups[parent] = (match, child_end)
+                match.data["targets"].append(target)
+                match.data["to"] = ",".join(match.data["targets"])
+            if match.data["decision"] == DecisionKind.SPAWN.value:  # a delegation has its causal edge
+                self.spawn_links.append((match, ev))
+
+
+def _status(span: SpanRecord) -> str:
+    return Status.ERROR.value if span.status == "error" else Status.OK.value
+
+
+def _seconds(ns: int) -> float:
+    return round(max(ns, 0) / 1e9, 6)
+
+
+def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion:
+    """Map the finished spans of one trace to a replayable trace.
+
+    ``complete=False`` marks a trace written before its root ended (memory
+    bound, shutdown, crash); it then gets a stop decision with reason
+    ``incomplete``.
+    """
+    b = _Builder(spans)
+    b.walk()
+    b.ensure_stop(complete)
+    b.cover_spawns()
+    ordered = sorted(b.events, key=lambda e: (e.t_ns, e.seq))
+    t0 = min(s.start_ns for s in b.by_id.values())
+    t_end = max(s.end_ns for s in b.by_id.values())
+    events: list[dict[str, Any]] = []
+    for index, ev in enumerate(ordered, start=1):
+        data = {"id": f"e{index}", "t": _seconds(ev.t_ns - t0)}
+        data.update(ev.data)
+        ev.data = data
+        events.append(data)
+    trace_id = next(iter(b.by_id.values())).trace_id
+    trace: dict[str, Any] = {
+        "trace_id": trace_id,
+        "task_id": _task_id(b.by_id.values(), trace_id),
+    }
+    _put(trace, "system", _first_attr(b.by_id.values(), Attr.SYSTEM))
+    _put(trace, "topology", _first_attr(b.by_id.values(), Attr.TOPOLOGY))
+    trace["events"] = events
+    trace["edges"] = _edges(ordered, b)
+    trace["rewards"] = b.rewards
+    trace["costs"] = _costs(b, events, t_end - t0)
+    trace["metrics"] = _metrics(b, events)
+    return Conversion(trace, b.contents)
+
+
+def _first_attr(spans: Iterable[SpanRecord], key: str) -> str | None:
+    for span in sorted(spans, key=lambda s: (s.parent_id is not None, s.start_ns)):
+        value = span.attributes.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+def _task_id(spans: Iterable[SpanRecord], trace_id: str) -> str:
+    spans = list(spans)
+    return _first_attr(spans, Attr.TASK_ID) or _first_attr(spans, Attr.CONVERSATION_ID) or trace_id
+
+
+def _costs(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -> dict[str, float]:
+    tokens = 0
+    for span in b.by_id.values():
+        if span.attributes.get(Attr.OPERATION) == Operation.CHAT.value:
+            tokens += int(span.attributes.get(Attr.INPUT_TOKENS) or 0) + int(span.attributes.get(Attr.OUTPUT_TOKENS) or 0)
+    return {
+        "tokens": tokens,
+        "wall_clock_s": _seconds(wall_ns),
+        "tool_calls": sum(1 for e in events if e["type"] == EventKind.TOOL_CALL.value),
+        "messages": sum(1 for e in events if e["type"] == EventKind.MESSAGE.value and e.get("channel") == Channel.AGENT.value),
+    }
+
+
+def _metrics(b: _Builder, events: list[dict[str, Any]]) -> dict[str, float]:
+    """Trace-level metrics; formulas in docs/trace-format.md#metrics."""
+    tool_results = [e for e in events if e["type"] == EventKind.TOOL_RESULT.value]
+    spawn_sizes = [len(e.get("targets", ())) for e in events if e.get("decision") == DecisionKind.SPAWN.value]
+    metrics: dict[str, float] = {
+        "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}),
+        "max_depth": max((depth for _, depth in b.agent_spans), default=0),
+        "max_fanout": max(spawn_sizes, default=0),
+        "llm_calls": sum(1 for e in events if e.get("channel") == Channel.LLM.value),
+        "error_events": sum(1 for e in events if e["status"] == Status.ERROR.value),
+    }
+    if tool_results:
+        ok = sum(1 for e in tool_results if e["status"] == Status.OK.value)
+        metrics["tool_success_rate"] = round(ok / len(tool_results), 6)
+    return metrics
+
+
+def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
+    """Edges derived from span structure and causality (rules in docs/trace-format.md#edges)."""
+    edges: dict[tuple[str, str, str], None] = {}
+
+    def add(src: _Ev | None, dst: _Ev | None, kind: EdgeKind) -> None:
+        if src is not None and dst is not None and src is not dst:
+            edges[(src.data["id"], dst.data["id"], kind.value)] = None
+
+    by_agent: dict[str, list[int]] = defaultdict(list)
+    involving: dict[str, list[int]] = defaultdict(list)
+    for i, ev in enumerate(ordered):
+        agent = ev.data["agent"]
+        by_agent[agent].append(i)
+        involving[agent].append(i)
+        if ev.data["type"] == EventKind.SPAWN.value:
+            involving[ev.data["to"]].append(i)
+
+    def next_of(index: dict[str, list[int]], who: str, after: int) -> _Ev | None:
+        positions = index.get(who, ())
+        k = bisect.bisect_right(positions, after)  # type: ignore[arg-type]
+        return ordered[positions[k]] if k < len(positions) else None  # type: ignore[index]
+
+    for positions in by_agent.values():
+        for a, c in zip(positions, positions[1:]):
+            add(ordered[a], ordered[c], EdgeKind.TEMPORAL)
+    for decision, spawn in b.spawn_links:
+        add(decision, spawn, EdgeKind.SPAWN)
+    first_in_scope: dict[str, _Ev] = {}
+    for ev in ordered:
+        if ev.scope is not None:
+            first_in_scope.setdefault(ev.scope, ev)
+    for scope, spawn in b.spawn_of_scope.items():
+        add(spawn, first_in_scope.get(scope), EdgeKind.SPAWN)
+
+    tool_calls: dict[str, _Ev] = {}
+    last_return: dict[tuple[str, str], _Ev] = {}
+    pending_returns: dict[str, list[_Ev]] = defaultdict(list)
+    for i, ev in enumerate(ordered):
+        data = ev.data
+        kind = data["type"]
+        if kind == EventKind.TOOL_CALL.value:
+            tool_calls[data["span_id"]] = ev
+        elif kind == EventKind.TOOL_RESULT.value:
+            add(tool_calls.get(data["span_id"]), ev, EdgeKind.TOOL_DEPENDENCY)
+        elif kind == EventKind.RETURN.value:
+            add(ev, next_of(by_agent, data["to"], i), EdgeKind.RETURN)
+            last_return[(data["to"], data["agent"])] = ev
+            pending_returns[data["to"]].append(ev)
+        elif kind == EventKind.AGGREGATE.value:
+            sources = data.get("sources")
+            if sources is None:
+                for src in pending_returns.pop(data["agent"], []):
+                    add(src, ev, EdgeKind.AGGREGATE)
+            else:
+                for source in sources:
+                    add(last_return.get((data["agent"], source)), ev, EdgeKind.AGGREGATE)
+                pending_returns.pop(data["agent"], None)
+        elif kind == EventKind.MESSAGE.value and data.get("channel") == Channel.AGENT.value:
+            for recipient in data.get("recipients", ()):
+                add(ev, next_of(involving, recipient, i), EdgeKind.MESSAGE)
+        elif kind == EventKind.ORCHESTRATOR_DECISION.value and data.get("decision") == DecisionKind.DELEGATE.value:
+            for target in data.get("targets", ()):
+                add(ev, next_of(involving, target, i), EdgeKind.CAUSAL)
+        elif kind == EventKind.HUMAN_INTERVENTION.value:
+            add(ev, next_of(by_agent, data["to"], i), EdgeKind.CAUSAL)
+    return [{"src": s, "dst": d, "type": k} for s, d, k in edges]

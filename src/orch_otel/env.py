@@ -1,0 +1,117 @@
+"""Environment variables read by orch-otel, all parsed here.
+
+A bad value logs a warning and falls back to the default: telemetry settings
+never crash the host application.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_log = logging.getLogger(__name__)
+
+ORCH_OTEL_TRACE_DIR = "ORCH_OTEL_TRACE_DIR"
+"""Directory for replayable trace files. Default: ``./orch-traces``."""
+
+CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""OTel GenAI convention: capture message and tool content (``true``, or one of
+``span_only`` / ``span_and_event``). Default: off."""
+
+ORCH_OTEL_CONTENT_HASH_KEY = "ORCH_OTEL_CONTENT_HASH_KEY"
+"""Optional secret. When set, content refs are keyed hashes (HMAC), so short
+contents cannot be guessed from their refs."""
+
+ORCH_OTEL_MAX_OPEN_TRACES = "ORCH_OTEL_MAX_OPEN_TRACES"
+"""Traces the live exporter holds open at once. When exceeded, the oldest is
+written with stop reason ``incomplete``. Default: 10000."""
+
+ORCH_OTEL_MAX_SPANS_PER_TRACE = "ORCH_OTEL_MAX_SPANS_PER_TRACE"
+"""Spans held for one open trace. When exceeded, the trace is written early
+with stop reason ``incomplete``. Default: 100000."""
+
+ORCH_OTEL_QUEUE_SIZE = "ORCH_OTEL_QUEUE_SIZE"
+"""Spans the trace-file exporter's batch queue holds before it must drop.
+Default: 65536 (the SDK's 2048 is small for bursts of concurrent runs)."""
+
+OTEL_EXPORTER_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTEL_EXPORTER_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
+OTEL_EXPORTER_OTLP_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+
+_TRUE = {"1", "true", "yes", "on", "span_only", "span_and_event", "event_only"}
+_FALSE = {"", "0", "false", "no", "off", "no_content"}
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    _log.warning("orch-otel: ignoring %s=%r (expected true or false)", name, raw)
+    return default
+
+
+def _positive_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value > 0:
+        return value
+    _log.warning("orch-otel: ignoring %s=%r (expected a positive integer)", name, raw)
+    return default
+
+
+def capture_content() -> bool:
+    return _flag(CAPTURE_MESSAGE_CONTENT, False)
+
+
+def trace_dir() -> Path:
+    return Path(os.environ.get(ORCH_OTEL_TRACE_DIR) or "orch-traces")
+
+
+def content_hash_key() -> bytes | None:
+    raw = os.environ.get(ORCH_OTEL_CONTENT_HASH_KEY)
+    return raw.encode() if raw else None
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_open_traces: int
+    max_spans_per_trace: int
+
+
+def limits() -> Limits:
+    return Limits(
+        max_open_traces=_positive_int(ORCH_OTEL_MAX_OPEN_TRACES, 10_000),
+        max_spans_per_trace=_positive_int(ORCH_OTEL_MAX_SPANS_PER_TRACE, 100_000),
+    )
+
+
+def queue_size() -> int:
+    return _positive_int(ORCH_OTEL_QUEUE_SIZE, 65_536)
+
+
+def otlp_protocol() -> str | None:
+    """The OTLP protocol to export with, or None when no OTLP endpoint is set."""
+    if not (os.environ.get(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT)):
+        return None
+    raw = (
+        os.environ.get(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+        or os.environ.get(OTEL_EXPORTER_OTLP_PROTOCOL)
+        or "http/protobuf"
+    ).strip().lower()
+    if raw in {"grpc", "http/protobuf"}:
+        return raw
+    _log.warning("orch-otel: unsupported OTLP protocol %r; using http/protobuf", raw)
+    return "http/protobuf"

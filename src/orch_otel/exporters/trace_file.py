@@ -1,0 +1,92 @@
+"""The live exporter: writes one replayable trace per line when a trace's root
+span ends. Use it behind the SDK's ``BatchSpanProcessor`` (as ``instrument()``
+does) so conversion and file writes stay off the application's threads.
+
+Registered under the ``opentelemetry_traces_exporter`` entry point as
+``orch_otel``, so ``OTEL_TRACES_EXPORTER=orch_otel`` works with zero code.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from .. import env
+from ..converter import convert
+from ..spans import from_readable_span
+from ..tracefiles import TraceWriter
+from .assembler import Released, TraceAssembler
+
+_log = logging.getLogger(__name__)
+
+
+class TraceFileExporter(SpanExporter):
+    """Assembles finished spans per trace and writes each trace as a JSON line
+    under ``trace_dir`` (default: ``$ORCH_OTEL_TRACE_DIR`` or ``./orch-traces``)."""
+
+    def __init__(
+        self,
+        trace_dir: str | os.PathLike[str] | None = None,
+        *,
+        max_open_traces: int | None = None,
+        max_spans_per_trace: int | None = None,
+    ) -> None:
+        limits = env.limits()
+        self.writer = TraceWriter(trace_dir if trace_dir is not None else env.trace_dir())
+        self.assembler = TraceAssembler(
+            max_open_traces=max_open_traces or limits.max_open_traces,
+            max_spans_per_trace=max_spans_per_trace or limits.max_spans_per_trace,
+        )
+        self.failed_traces = 0
+        self._lock = threading.Lock()
+        self._shutdown = False
+        self._late_reported = 0
+
+    @property
+    def trace_dir(self):
+        return self.writer.directory
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shutdown:
+            return SpanExportResult.FAILURE
+        with self._lock:
+            for span in spans:
+                for released in self.assembler.add(from_readable_span(span)):
+                    self._write(released)
+            self._report_late()
+        return SpanExportResult.SUCCESS
+
+    def _write(self, released: Released) -> None:
+        try:
+            result = convert(released.spans, complete=released.complete)
+            self.writer.write(result.trace, result.contents)
+        except Exception:  # one bad trace must not stop the others
+            self.failed_traces += 1
+            _log.exception("orch-otel: could not write trace %s", released.spans[0].trace_id)
+
+    def _report_late(self) -> None:
+        late = self.assembler.stats.late_spans
+        if late > self._late_reported:
+            _log.warning(
+                "orch-otel: %d span(s) ended after their trace's root and were not written (%d so far)",
+                late - self._late_reported,
+                late,
+            )
+            self._late_reported = late
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True  # every completed trace is written and flushed when its root ends
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._shutdown:
+                return
+            self._shutdown = True
+            for released in self.assembler.drain():
+                self._write(released)
+            self.writer.close()

@@ -1,0 +1,123 @@
+"""Trace files and the content store: how replayable traces sit on disk.
+
+A trace directory holds ``traces-*.jsonl`` (one trace per line) and, when
+content capture is on, ``content-*.jsonl`` beside them: one
+``{"ref": ..., "text": ...}`` per line, where ``text`` is the redacted JSON
+text whose hash is ``ref``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+TRACE_GLOB = "*.jsonl"
+
+
+class TraceWriter:
+    """Appends traces and contents to this process's files in ``directory``.
+
+    Each trace is one line, written and flushed whole, so a killed process
+    leaves only complete lines behind.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, max_remembered_refs: int = 100_000):
+        self.directory = Path(directory)
+        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        self.trace_path = self.directory / f"traces-{stem}.jsonl"
+        self.content_path = self.directory / "content" / f"content-{stem}.jsonl"
+        self._traces: IO[bytes] | None = None
+        self._contents: IO[bytes] | None = None
+        self._written_refs: OrderedDict[str, None] = OrderedDict()
+        self._max_refs = max_remembered_refs
+        self._lock = threading.Lock()
+
+    def write(self, trace: dict[str, Any], contents: dict[str, str] | None = None) -> None:
+        with self._lock:
+            if contents:
+                self._write_contents(contents)
+            if self._traces is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._traces = open(self.trace_path, "ab")
+            self._traces.write(orjson.dumps(trace) + b"\n")
+            self._traces.flush()
+
+    def _write_contents(self, contents: dict[str, str]) -> None:
+        lines = []
+        for ref, text in contents.items():
+            if ref in self._written_refs:
+                continue
+            self._written_refs[ref] = None
+            if len(self._written_refs) > self._max_refs:
+                self._written_refs.popitem(last=False)
+            lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
+        if not lines:
+            return
+        if self._contents is None:
+            self.content_path.parent.mkdir(parents=True, exist_ok=True)
+            self._contents = open(self.content_path, "ab")
+        self._contents.write(b"".join(lines))
+        self._contents.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in (self._traces, self._contents):
+                if handle is not None:
+                    handle.close()
+            self._traces = self._contents = None
+
+
+def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The trace files named by ``paths`` (files, or directories searched for
+    ``*.jsonl`` outside their ``content/`` store), in a stable order."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob(TRACE_GLOB) if "content" not in p.relative_to(path).parts[:-1]))
+        else:
+            found.append(path)
+    return found
+
+
+@dataclass
+class Line:
+    path: Path
+    lineno: int
+    trace: dict[str, Any] | None
+    error: str | None = None
+
+
+def read_lines(path: Path) -> Iterator[Line]:
+    """Each non-empty line of a trace file, parsed, or with the parse error."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                yield Line(path, lineno, None, f"malformed JSON: {exc}")
+                continue
+            if not isinstance(value, dict):
+                yield Line(path, lineno, None, f"expected a JSON object, got {type(value).__name__}")
+                continue
+            yield Line(path, lineno, value)
+
+
+def load_contents(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """All captured contents under ``directory`` (ref -> JSON text)."""
+    contents: dict[str, str] = {}
+    for path in sorted(Path(directory).rglob("content-*.jsonl")):
+        for line in read_lines(path):
+            if line.trace is not None and "ref" in line.trace:
+                contents[str(line.trace["ref"])] = str(line.trace.get("text"))
+    return contents

@@ -1,0 +1,169 @@
+"""The one vocabulary of orch-otel: event kinds, decision kinds, stop reasons,
+edge kinds and every span attribute key.
+
+Attribute keys follow the OpenTelemetry GenAI semantic conventions where they
+exist (``gen_ai.*``). Orchestration facts those conventions lack live under
+the single project namespace ``orch.``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _StrEnum(str, Enum):
+    def __str__(self) -> str:  # "spawn", not "DecisionKind.SPAWN"
+        return self.value
+
+
+class EventKind(_StrEnum):
+    """Event ``type`` values of the seed trace schema."""
+
+    ORCHESTRATOR_DECISION = "orchestrator_decision"
+    SPAWN = "spawn"
+    DESPAWN = "despawn"
+    MESSAGE = "message"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    RETURN = "return"
+    AGGREGATE = "aggregate"
+    HUMAN_INTERVENTION = "human_intervention"
+    SAFETY_EVENT = "safety_event"
+
+
+class EdgeKind(_StrEnum):
+    """Edge ``type`` values of the seed trace schema."""
+
+    TEMPORAL = "temporal"
+    CAUSAL = "causal"
+    SPAWN = "spawn"
+    MESSAGE = "message"
+    TOOL_DEPENDENCY = "tool_dependency"
+    RETURN = "return"
+    AGGREGATE = "aggregate"
+    SAFETY_FLOW = "safety_flow"
+
+
+class Topology(_StrEnum):
+    """Trace ``topology`` values of the seed trace schema."""
+
+    CENTRALIZED = "centralized"
+    PLANNER_EXECUTOR_CRITIC = "planner_executor_critic"
+    DEBATE = "debate"
+    SWARM = "swarm"
+    HIERARCHICAL = "hierarchical"
+    HARNESS = "harness"
+    MIXED = "mixed"
+    UNKNOWN = "unknown"
+
+
+class DecisionKind(_StrEnum):
+    """The five orchestration sub-decisions of the paper."""
+
+    SPAWN = "spawn"
+    DELEGATE = "delegate"
+    COMMUNICATE = "communicate"
+    AGGREGATE = "aggregate"
+    STOP = "stop"
+
+
+class StopReason(_StrEnum):
+    """Common stop reasons. Any non-empty text is a valid reason (for example an
+    AutoGen termination condition's own ``stop_reason``)."""
+
+    END = "end"
+    MAX_TURNS = "max_turns"
+    RECURSION_LIMIT = "recursion_limit"
+    INTERRUPT = "interrupt"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    INCOMPLETE = "incomplete"  # the run's root span never ended (crash, kill, memory bound)
+
+
+class Operation(_StrEnum):
+    """``gen_ai.operation.name`` values used for orch-otel spans."""
+
+    INVOKE_WORKFLOW = "invoke_workflow"
+    INVOKE_AGENT = "invoke_agent"
+    EXECUTE_TOOL = "execute_tool"
+    CHAT = "chat"
+
+
+class Channel(_StrEnum):
+    """What a ``message`` event travels on: between agents, or agent to model."""
+
+    AGENT = "agent"
+    LLM = "llm"
+
+
+class Status(_StrEnum):
+    OK = "ok"
+    ERROR = "error"
+
+
+class Attr:
+    """Span and span-event attribute keys."""
+
+    # OpenTelemetry GenAI semantic conventions.
+    OPERATION = "gen_ai.operation.name"
+    PROVIDER = "gen_ai.provider.name"
+    AGENT_NAME = "gen_ai.agent.name"
+    AGENT_ID = "gen_ai.agent.id"
+    AGENT_DESCRIPTION = "gen_ai.agent.description"
+    CONVERSATION_ID = "gen_ai.conversation.id"
+    TOOL_NAME = "gen_ai.tool.name"
+    TOOL_CALL_ID = "gen_ai.tool.call.id"
+    TOOL_TYPE = "gen_ai.tool.type"
+    TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"  # opt-in content
+    TOOL_CALL_RESULT = "gen_ai.tool.call.result"  # opt-in content
+    REQUEST_MODEL = "gen_ai.request.model"
+    RESPONSE_MODEL = "gen_ai.response.model"
+    INPUT_TOKENS = "gen_ai.usage.input_tokens"
+    OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+    INPUT_MESSAGES = "gen_ai.input.messages"  # opt-in content
+    OUTPUT_MESSAGES = "gen_ai.output.messages"  # opt-in content
+    WORKFLOW_NAME = "gen_ai.workflow.name"
+    ERROR_TYPE = "error.type"
+
+    # Project namespace: orchestration facts the GenAI conventions lack.
+    SYSTEM = "orch.system"  # framework that produced the run: langgraph, autogen, custom
+    TOPOLOGY = "orch.topology"
+    TASK_ID = "orch.task.id"
+    AGENT_ROLE = "orch.agent.role"
+    AGENT_SPAWNED = "orch.agent.spawned"  # this agent span is a spawned sub-agent
+    FANOUT_INDEX = "orch.fanout.index"
+    FANOUT_SIZE = "orch.fanout.size"
+    DECISION = "orch.decision"  # DecisionKind
+    TARGETS = "orch.targets"  # chosen agents (delegate / spawn / communicate)
+    OPTIONS = "orch.options"  # candidate agents, where known
+    STOP_REASON = "orch.stop.reason"
+    SENDER = "orch.message.sender"
+    RECIPIENTS = "orch.message.recipients"
+    MESSAGE_TYPE = "orch.message.type"
+    SOURCES = "orch.aggregate.sources"
+    CONTENT_REF = "orch.content.ref"
+    CONTENT = "orch.content"  # opt-in content, JSON text
+    INPUT_REF = "orch.input.ref"
+    OUTPUT_REF = "orch.output.ref"
+    REWARD_VALUE = "orch.reward.value"
+    REWARD_NAME = "orch.reward.name"
+    REWARD_UNIT = "orch.reward.unit"
+    REWARD_TARGET = "orch.reward.target"
+    OUTCOME = "orch.outcome"  # ok | error | cancelled | interrupted | handoff
+    RESUME_OF = "orch.resume.of_trace_id"
+    SAFETY_KIND = "orch.safety.kind"
+
+
+class SpanEvent:
+    """Names of the span events that carry instant orchestration moments."""
+
+    DECISION = "orch.decision"
+    MESSAGE = "orch.message"
+    AGGREGATE = "orch.aggregate"
+    HUMAN_INTERVENTION = "orch.human_intervention"
+    REWARD = "orch.reward"
+    SAFETY = "orch.safety"
+
+
+INSTRUMENTATION_NAME = "orch_otel"
+HUMAN_AGENT = "human"

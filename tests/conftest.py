@@ -1,0 +1,76 @@
+"""Shared fixtures: one global SDK provider, span capture, and trace checks
+against both orch-otel's own schema and the paper's seed schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from orch_otel import testing
+from orch_otel.validation import trace_errors
+
+REPO = Path(__file__).resolve().parents[1]
+SEED_DIR = Path(os.environ.get("ORCH_OTEL_SEED_DIR", REPO.parent / "shared" / "reference"))
+SEED_SCHEMA = SEED_DIR / "trace_schema.json"
+SEED_MISSING = (
+    f"the seed schema {SEED_SCHEMA} is absent (it sits in ../shared/reference beside the clone in CI); "
+    "set ORCH_OTEL_SEED_DIR to check against it"
+)
+
+_seed_validator = Draft202012Validator(json.loads(SEED_SCHEMA.read_text())) if SEED_SCHEMA.is_file() else None
+
+
+def check_trace(trace: dict) -> dict:
+    """Assert a trace meets orch-otel's schema and contract, and the seed schema when present."""
+    errors = trace_errors(trace)
+    assert not errors, "\n".join(errors)
+    if _seed_validator is not None:
+        seed_errors = [f"{list(e.absolute_path)}: {e.message}" for e in _seed_validator.iter_errors(trace)]
+        assert not seed_errors, "seed schema: " + "\n".join(seed_errors)
+    return trace
+
+
+def events_of(trace: dict, kind: str, **match) -> list[dict]:
+    return [e for e in trace["events"] if e["type"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+def decisions_of(trace: dict, decision: str) -> list[dict]:
+    return [e for e in trace["events"] if e.get("decision") == decision]
+
+
+@pytest.fixture(scope="session")
+def seed_schema() -> dict:
+    if not SEED_SCHEMA.is_file():
+        pytest.skip(SEED_MISSING)
+    return json.loads(SEED_SCHEMA.read_text())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sdk_provider():
+    return testing.ensure_sdk_provider()
+
+
+@pytest.fixture
+def captured():
+    with testing.capture() as spans:
+        yield spans
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """Run a Python snippet in a fresh interpreter (for global OTel state)."""
+    import subprocess
+
+    def run(code: str, env: dict | None = None, args: list[str] | None = None, timeout: float = 120):
+        script = tmp_path / "snippet.py"
+        script.write_text(code)
+        full_env = {**os.environ, **(env or {})}
+        cmd = (args or [sys.executable]) + [str(script)]
+        return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=tmp_path)
+
+    return run
