@@ -105,7 +105,7 @@ def read_lines(path: Path) -> Iterator[Line]:
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                yield Line(path, lineno, None, f"malformed JSON: {exc}")
+                yield Line(path, lineno, None, f"malformed JSON (column {exc.colno}): {exc.msg}")
                 continue
             if not isinstance(value, dict):
                 yield Line(path, lineno, None, f"expected a JSON object, got {type(value).__name__}")

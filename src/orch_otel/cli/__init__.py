@@ -51,7 +51,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
         return 0
     return 2  # unreachable: argparse requires a command
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 
 from ..tracefiles import read_lines, trace_files
@@ -17,7 +19,7 @@ def run_show(path: str, trace_id: str | None) -> int:
             return 2
         for line in read_lines(file):
             if line.trace is None:
-                err.print(f"{file}:{line.lineno}: skipped: {line.error}", markup=False)
+                print(f"{file}:{line.lineno}: skipped: {line.error}", file=sys.stderr)
                 continue
             if trace_id is None or line.trace.get("trace_id") == trace_id:
                 console.print(tree(line.trace))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 
 from ..tracefiles import read_lines, trace_files
@@ -12,11 +14,10 @@ EXIT_OK, EXIT_INVALID, EXIT_NO_INPUT = 0, 1, 2
 
 def run_validate(paths: list[str]) -> int:
     console = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
     files = trace_files(paths)
     missing = [p for p in files if not p.is_file()]
     for path in missing:
-        err.print(f"[red]{path}: no such file[/red]")
+        print(f"{path}: no such file", file=sys.stderr)
     traces = bad = 0
     for path in (p for p in files if p.is_file()):
         for line in read_lines(path):
@@ -25,9 +26,9 @@ def run_validate(paths: list[str]) -> int:
             if errors:
                 bad += 1
                 for error in errors:
-                    err.print(f"{path}:{line.lineno}: {error}", markup=False)
+                    print(f"{path}:{line.lineno}: {error}", file=sys.stderr)  # one line each, never wrapped
     if not files or traces == 0:
-        err.print("[red]no traces found[/red]")
+        print("no traces found", file=sys.stderr)
         return EXIT_NO_INPUT
     verdict = "[green]valid[/green]" if not (bad or missing) else f"[red]{bad} invalid[/red]"
     console.print(f"{traces} trace(s) in {len(files)} file(s): {verdict}")

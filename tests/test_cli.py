@@ -1,0 +1,115 @@
+"""The orch-otel command: demo, validate (with bad files), show, schema."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import check_trace
+
+from orch_otel.cli import main
+from orch_otel.tracefiles import read_lines, trace_files
+
+
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "orch_otel.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    result = cli("demo", "--trace-dir", str(out))
+    assert result.returncode == 0, result.stderr
+    return out, result.stdout
+
+
+def test_demo_writes_a_valid_trace_and_summarises_it(demo_dir):
+    out, stdout = demo_dir
+    (path,) = trace_files([out])
+    (line,) = list(read_lines(path))
+    trace = check_trace(line.trace)
+    for word in ("decisions", "stop reason", "spawn", "delegate", str(path.name)):
+        assert word in stdout.replace("\n", "")
+    assert any(e.get("decision") == "stop" for e in trace["events"])
+
+
+def test_validate_accepts_the_demo_trace(demo_dir):
+    out, _ = demo_dir
+    result = cli("validate", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "1 trace(s) in 1 file(s): valid" in result.stdout
+
+
+def good_trace(demo_dir) -> dict:
+    (path,) = trace_files([demo_dir[0]])
+    return next(read_lines(path)).trace
+
+
+def test_validate_reports_malformed_json_with_file_and_line(demo_dir, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(good_trace(demo_dir)) + "\n{not json\n")
+    result = cli("validate", str(bad))
+    assert result.returncode == 1
+    assert f"{bad}:2: malformed JSON" in result.stderr
+    assert "1 invalid" in result.stdout
+
+
+def test_validate_names_the_field_with_the_wrong_type(demo_dir, tmp_path):
+    trace = good_trace(demo_dir)
+    trace["events"][2]["t"] = "soon"
+    trace["costs"]["tokens"] = -1
+    bad = tmp_path / "types.jsonl"
+    bad.write_text(json.dumps(trace) + "\n")
+    result = cli("validate", str(bad))
+    assert result.returncode == 1
+    assert f"{bad}:1: events[2].t: 'soon' is not of type 'number'" in result.stderr
+    assert f"{bad}:1: costs.tokens: -1 is less than the minimum of 0" in result.stderr
+
+
+def test_validate_names_unknown_top_level_keys(demo_dir, tmp_path):
+    trace = good_trace(demo_dir)
+    trace["colour"] = "blue"
+    bad = tmp_path / "keys.jsonl"
+    bad.write_text(json.dumps(trace) + "\n")
+    result = cli("validate", str(bad))
+    assert result.returncode == 1
+    assert "(top level): Additional properties are not allowed ('colour' was unexpected)" in result.stderr
+
+
+def test_validate_checks_the_contract(demo_dir, tmp_path):
+    trace = good_trace(demo_dir)
+    stop = next(e for e in trace["events"] if e.get("decision") == "stop")
+    del stop["reason"]
+    trace["edges"].append({"src": "e1", "dst": "e999", "type": "causal"})
+    bad = tmp_path / "contract.jsonl"
+    bad.write_text(json.dumps(trace) + "\n")
+    result = cli("validate", str(bad))
+    assert result.returncode == 1
+    assert "a stop decision needs a non-empty reason" in result.stderr
+    assert "no event has id 'e999'" in result.stderr
+
+
+def test_validate_missing_and_empty_inputs(tmp_path):
+    missing = cli("validate", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "nope.jsonl: no such file" in missing.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = cli("validate", str(empty))
+    assert result.returncode == 2 and "no traces found" in result.stderr
+
+
+def test_show_prints_the_agent_tree(demo_dir):
+    out, _ = demo_dir
+    result = cli("show", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "decide spawn" in result.stdout and "stop reason" in result.stdout
+    assert cli("show", str(out), "--trace-id", "nope").returncode == 1
+
+
+def test_schema_command_prints_the_generated_schema(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["additionalProperties"] is False and "events" in schema["required"]

@@ -1,0 +1,110 @@
+"""instrument() / flush() / uninstrument() and the zero-code paths, each in a fresh interpreter."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from conftest import check_trace
+
+from orch_otel.tracefiles import read_lines, trace_files
+
+RUN_ONE = (
+    "import orch_otel\n"
+    "with orch_otel.workflow('w', task_id='zero'):\n"
+    "    with orch_otel.agent('a'):\n"
+    "        orch_otel.delegate('b', options=['b'])\n"
+)
+
+
+def only_trace(directory: Path) -> dict:
+    (path,) = trace_files([directory])
+    (line,) = list(read_lines(path))
+    return check_trace(line.trace)
+
+
+def test_instrument_is_idempotent_and_installs_a_provider(run_python, tmp_path):
+    result = run_python(
+        "import orch_otel\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        f"first = orch_otel.instrument(trace_dir={str(tmp_path / 'x')!r})\n"
+        "second = orch_otel.instrument()\n"
+        "assert first is second\n"
+        "assert isinstance(trace.get_tracer_provider(), TracerProvider)\n"
+        "assert first.tracer_provider is trace.get_tracer_provider()\n"
+        "print(len(first.processors))\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"  # only the trace-file processor: no OTLP endpoint set
+
+
+def test_trace_dir_defaults_to_env_then_cwd(run_python, tmp_path):
+    env_dir = tmp_path / "from-env"
+    result = run_python(RUN_ONE.replace("import orch_otel\n", "import orch_otel\norch_otel.instrument()\n"),
+                        env={"ORCH_OTEL_TRACE_DIR": str(env_dir)})
+    assert result.returncode == 0, result.stderr
+    assert only_trace(env_dir)["task_id"] == "zero"
+    result = run_python(RUN_ONE.replace("import orch_otel\n", "import orch_otel\norch_otel.instrument()\n"),
+                        env={"ORCH_OTEL_TRACE_DIR": ""})
+    assert result.returncode == 0, result.stderr
+    assert only_trace(tmp_path / "orch-traces")["task_id"] == "zero"  # cwd of the snippet
+
+
+def test_otlp_is_wired_when_the_endpoint_is_set(run_python, tmp_path):
+    result = run_python(
+        "import os, orch_otel\n"
+        f"state = orch_otel.instrument(trace_dir={str(tmp_path)!r})\n"
+        "print([type(p.span_exporter).__module__ for p in state.processors])\n"
+        "os._exit(0)\n",  # nothing listens on the endpoint; skip the exit-time export
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "opentelemetry.exporter.otlp.proto.grpc.trace_exporter" in result.stdout
+    assert "orch_otel.exporters.trace_file" in result.stdout
+
+
+def test_user_provider_is_used_and_flush_writes(run_python, tmp_path):
+    result = run_python(
+        "import orch_otel\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "mine = TracerProvider(shutdown_on_exit=False)\n"
+        f"state = orch_otel.instrument(tracer_provider=mine, trace_dir={str(tmp_path)!r})\n"
+        "assert state.tracer_provider is mine\n"
+        + RUN_ONE.split("\n", 1)[1]
+        + "assert orch_otel.flush()\n"
+        "import pathlib\n"
+        f"assert list(pathlib.Path({str(tmp_path)!r}).glob('traces-*.jsonl'))\n"
+        "orch_otel.uninstrument()\n"
+        "orch_otel.uninstrument()\n"  # twice is fine
+    )
+    assert result.returncode == 0, result.stderr
+    assert only_trace(tmp_path)["task_id"] == "zero"
+
+
+def test_exporter_is_registered_for_zero_code_setups():
+    names = {ep.name: ep.value for ep in entry_points(group="opentelemetry_traces_exporter")}
+    assert names.get("orch_otel") == "orch_otel.exporters.trace_file:TraceFileExporter"
+
+
+def test_opentelemetry_instrument_writes_traces_with_no_code(run_python, tmp_path):
+    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    assert launcher, "opentelemetry-instrument must be installed next to this Python"
+    out = tmp_path / "zero-code"
+    result = run_python(
+        RUN_ONE,
+        env={
+            "OTEL_TRACES_EXPORTER": "orch_otel",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "ORCH_OTEL_TRACE_DIR": str(out),
+        },
+        args=[launcher, sys.executable],
+    )
+    assert result.returncode == 0, result.stderr
+    trace = only_trace(out)
+    assert trace["task_id"] == "zero"
+    assert [e["to"] for e in trace["events"] if e.get("decision") == "delegate"] == ["b"]
