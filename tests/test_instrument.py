@@ -57,13 +57,21 @@ def test_otlp_is_wired_when_the_endpoint_is_set(run_python, tmp_path):
     result = run_python(
         "import os, orch_otel\n"
         f"state = orch_otel.instrument(trace_dir={str(tmp_path)!r})\n"
-        "print([type(p.span_exporter).__module__ for p in state.processors])\n"
+        "trace_file, otlp = state.processors\n"
+        "print(type(trace_file.span_exporter).__module__)\n"
+        "print(type(otlp.sender.inner).__module__, otlp.spool.directory)\n"
         "os._exit(0)\n",  # nothing listens on the endpoint; skip the exit-time export
-        env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+        env={
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "ORCH_OTEL_SPOOL_DIR": str(tmp_path / "spool"),
+        },
     )
     assert result.returncode == 0, result.stderr
-    assert "opentelemetry.exporter.otlp.proto.grpc.trace_exporter" in result.stdout
-    assert "orch_otel.exporters.trace_file" in result.stdout
+    assert result.stdout.splitlines() == [
+        "orch_otel.exporters.trace_file",
+        f"opentelemetry.exporter.otlp.proto.grpc.trace_exporter {tmp_path / 'spool'}",
+    ]
 
 
 def test_user_provider_is_used_and_flush_writes(run_python, tmp_path):

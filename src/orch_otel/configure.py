@@ -15,10 +15,11 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import env
 from .content import ContentPolicy, Redactor
+from .exporters.batching import AccountedBatchSpanProcessor
+from .exporters.spool import DurableBatchSpanProcessor
 from .exporters.trace_file import TraceFileExporter
 from .recorder import Recorder, set_recorder
 
@@ -63,7 +64,8 @@ def instrument(
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
-    exporters).
+    exporters). It goes through a durable spool (``$ORCH_OTEL_SPOOL_DIR``), so
+    nothing is lost while the collector is down.
     """
     global _state
     with _lock:
@@ -77,9 +79,16 @@ def instrument(
         state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
         if isinstance(provider, TracerProvider):
             state.trace_exporter = TraceFileExporter(trace_dir)
-            state.processors.append(BatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
+            state.processors.append(AccountedBatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
             if created and env.otlp_protocol():
-                state.processors.append(BatchSpanProcessor(_otlp_exporter(env.otlp_protocol())))
+                state.processors.append(
+                    DurableBatchSpanProcessor(
+                        otlp_exporter(env.otlp_protocol()),
+                        env.spool_dir(),
+                        max_spool_bytes=env.spool_max_bytes(),
+                        max_queue_size=env.queue_size(),
+                    )
+                )
             for processor in state.processors:
                 provider.add_span_processor(processor)
             if not created:
@@ -138,7 +147,9 @@ def _resolve_provider(explicit: Any) -> tuple[Any, bool]:
     return current_provider, False
 
 
-def _otlp_exporter(protocol: str | None) -> Any:
+def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
+    """The standard OTLP span exporter for ``protocol``, configured by the
+    ``OTEL_EXPORTER_OTLP_*`` variables (``endpoint`` overrides them)."""
     try:
         if protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
@@ -148,7 +159,7 @@ def _otlp_exporter(protocol: str | None) -> Any:
         raise RuntimeError(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: pip install 'orch-otel[otlp]'"
         ) from exc
-    return OTLPSpanExporter()
+    return OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
 
 
 def _instrument_frameworks(provider: Any) -> list[Any]:

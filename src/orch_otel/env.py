@@ -36,6 +36,14 @@ ORCH_OTEL_QUEUE_SIZE = "ORCH_OTEL_QUEUE_SIZE"
 """Spans the trace-file exporter's batch queue holds before it must drop.
 Default: 65536 (the SDK's 2048 is small for bursts of concurrent runs)."""
 
+ORCH_OTEL_SPOOL_DIR = "ORCH_OTEL_SPOOL_DIR"
+"""Durable spool for OTLP export (spans wait there while the collector is
+unreachable). Default: ``./orch-spool``."""
+
+ORCH_OTEL_SPOOL_MAX_BYTES = "ORCH_OTEL_SPOOL_MAX_BYTES"
+"""Bound of the spool on disk. Past it, spans whose export fails are lost and
+counted. Default: 268435456 (256 MiB)."""
+
 OTEL_EXPORTER_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 OTEL_EXPORTER_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
@@ -96,6 +104,14 @@ def limits() -> Limits:
         max_open_traces=_positive_int(ORCH_OTEL_MAX_OPEN_TRACES, 10_000),
         max_spans_per_trace=_positive_int(ORCH_OTEL_MAX_SPANS_PER_TRACE, 100_000),
     )
+
+
+def spool_dir() -> Path:
+    return Path(os.environ.get(ORCH_OTEL_SPOOL_DIR) or "orch-spool")
+
+
+def spool_max_bytes() -> int:
+    return _positive_int(ORCH_OTEL_SPOOL_MAX_BYTES, 256 * 1024 * 1024)
 
 
 def queue_size() -> int:

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class SpanRecord:
     links: tuple[LinkRecord, ...] = ()
     resource: Mapping[str, Any] = field(default_factory=dict)
     parent_is_remote: bool = False
+    kind: str = "internal"  # internal | server | client | producer | consumer
 
     @property
     def is_local_root(self) -> bool:
@@ -72,4 +74,78 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
             for link in span.links
         ),
         resource=span.resource.attributes if span.resource is not None else {},
+        kind=span.kind.name.lower(),
+    )
+
+
+# -- the project's own span-record JSON (span dumps and the durable spool) ---------------
+
+
+def record_to_dict(record: SpanRecord) -> dict[str, Any]:
+    """A span record as plain JSON-ready data (the span-dump line format)."""
+    return {
+        "trace_id": record.trace_id,
+        "span_id": record.span_id,
+        "parent_id": record.parent_id,
+        "parent_is_remote": record.parent_is_remote,
+        "name": record.name,
+        "start_ns": record.start_ns,
+        "end_ns": record.end_ns,
+        "status": record.status,
+        "status_message": record.status_message,
+        "attributes": dict(record.attributes),
+        "events": [[e.name, e.time_ns, dict(e.attributes)] for e in record.events],
+        "links": [[link.trace_id, link.span_id, dict(link.attributes)] for link in record.links],
+        "resource": dict(record.resource),
+        "kind": record.kind,
+    }
+
+
+def record_from_dict(data: dict[str, Any]) -> SpanRecord:
+    """Inverse of :func:`record_to_dict`; raises KeyError/TypeError/ValueError on bad data."""
+    return SpanRecord(
+        trace_id=str(data["trace_id"]),
+        span_id=str(data["span_id"]),
+        parent_id=data.get("parent_id"),
+        parent_is_remote=bool(data.get("parent_is_remote", False)),
+        name=str(data["name"]),
+        start_ns=int(data["start_ns"]),
+        end_ns=int(data["end_ns"]),
+        status=str(data.get("status", "unset")),
+        status_message=str(data.get("status_message", "")),
+        attributes=dict(data.get("attributes") or {}),
+        events=tuple(EventRecord(str(n), int(t), dict(a or {})) for n, t, a in data.get("events") or ()),
+        links=tuple(LinkRecord(str(t), str(s), dict(a or {})) for t, s, a in data.get("links") or ()),
+        resource=dict(data.get("resource") or {}),
+        kind=str(data.get("kind", "internal")),
+    )
+
+
+_STATUS_CODE = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
+
+
+def to_readable_span(record: SpanRecord) -> ReadableSpan:
+    """Rebuild an SDK span from a record, so any SpanExporter can send it again."""
+    flags = TraceFlags(TraceFlags.SAMPLED)
+    context = SpanContext(int(record.trace_id, 16), int(record.span_id, 16), is_remote=False, trace_flags=flags)
+    parent = (
+        SpanContext(int(record.trace_id, 16), int(record.parent_id, 16), is_remote=record.parent_is_remote, trace_flags=flags)
+        if record.parent_id
+        else None
+    )
+    return ReadableSpan(
+        name=record.name,
+        context=context,
+        parent=parent,
+        resource=Resource(dict(record.resource)),
+        attributes=dict(record.attributes),
+        events=[Event(e.name, dict(e.attributes), e.time_ns) for e in record.events],
+        links=[
+            Link(SpanContext(int(link.trace_id, 16), int(link.span_id, 16), is_remote=True, trace_flags=flags), dict(link.attributes))
+            for link in record.links
+        ],
+        kind=SpanKind[record.kind.upper()] if record.kind.upper() in SpanKind.__members__ else SpanKind.INTERNAL,
+        status=Status(_STATUS_CODE.get(record.status, StatusCode.UNSET), record.status_message or None),
+        start_time=record.start_ns,
+        end_time=record.end_ns,
     )

@@ -1,4 +1,4 @@
-"""The ``orch-otel`` command line: demo, validate, show, schema."""
+"""The ``orch-otel`` command line."""
 
 from __future__ import annotations
 
@@ -26,6 +26,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--trace-id", default=None, help="which trace (default: the first)")
 
     sub.add_parser("schema", help="print orch-otel's JSON Schema for traces")
+
+    spool = sub.add_parser("spool", help="inspect or re-send the durable OTLP spool")
+    spool_sub = spool.add_subparsers(dest="spool_command", required=True)
+    status = spool_sub.add_parser("status", help="list spool segments and their spans")
+    status.add_argument("directory", nargs="?", default=None, help="spool directory (default: $ORCH_OTEL_SPOOL_DIR or ./orch-spool)")
+    replay = spool_sub.add_parser("replay", help="re-send a spool left by a dead process, oldest first")
+    replay.add_argument("directory", nargs="?", default=None, help="spool directory (default: $ORCH_OTEL_SPOOL_DIR or ./orch-spool)")
+    replay.add_argument("--endpoint", default=None, help="collector endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
+    replay.add_argument("--protocol", choices=["http/protobuf", "grpc"], default=None, help="default: OTEL_EXPORTER_OTLP_PROTOCOL or http/protobuf")
+    replay.add_argument("--include-live", action="store_true", help="also send segments of processes still running")
     return parser
 
 
@@ -43,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .show import run_show
 
         return run_show(args.path, args.trace_id)
+    if args.command == "spool":
+        from .spool import run_spool
+
+        return run_spool(args)
     if args.command == "schema":
         import json
 

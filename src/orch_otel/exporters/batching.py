@@ -1,0 +1,91 @@
+"""The SDK's BatchSpanProcessor, with drops that are never silent.
+
+A full queue makes the SDK drop spans. This subclass counts every drop,
+reports it in a rate-limited log warning with the running count, and adds it
+to the ``orch_otel.spans.lost`` counter (reason ``queue_full``) of the global
+meter provider.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from opentelemetry import metrics
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from .._version import __version__
+
+_log = logging.getLogger(__name__)
+_WARN_EVERY_S = 10.0
+
+
+class LossReport:
+    """Counts lost spans by reason and reports them without flooding the log."""
+
+    def __init__(self, component: str) -> None:
+        self.component = component
+        self.counts: dict[str, int] = {}
+        self._counter = metrics.get_meter("orch_otel", __version__).create_counter(
+            "orch_otel.spans.lost", unit="{span}", description="Finished spans that will never reach the exporter"
+        )
+        self._lock = threading.Lock()
+        self._last_warning = 0.0
+        self._unreported = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def lost(self, count: int, reason: str) -> None:
+        if count <= 0:
+            return
+        self._counter.add(count, {"reason": reason, "component": self.component})
+        with self._lock:
+            self.counts[reason] = self.counts.get(reason, 0) + count
+            self._unreported += count
+            now = time.monotonic()
+            if now - self._last_warning < _WARN_EVERY_S:
+                return
+            self._last_warning, unreported, self._unreported = now, self._unreported, 0
+            totals = dict(self.counts)
+        _log.warning("orch-otel %s: %d span(s) lost (%s so far: %s)", self.component, unreported, reason, totals)
+
+    def flush_warning(self) -> None:
+        """Report losses not yet warned about (at shutdown)."""
+        with self._lock:
+            unreported, self._unreported = self._unreported, 0
+            totals = dict(self.counts)
+        if unreported:
+            _log.warning("orch-otel %s: %d span(s) lost (totals: %s)", self.component, unreported, totals)
+
+
+class AccountedBatchSpanProcessor(BatchSpanProcessor):
+    """``BatchSpanProcessor`` that counts and reports spans dropped on a full queue."""
+
+    def __init__(self, span_exporter: SpanExporter, *, max_queue_size: int | None = None,
+                 component: str | None = None, losses: LossReport | None = None, **kwargs) -> None:
+        super().__init__(span_exporter, max_queue_size=max_queue_size, **kwargs)
+        self.losses = losses or LossReport(component or type(span_exporter).__name__)
+        self._queue_lock = threading.Lock()
+        queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
+        self._queue = queue if queue is not None and getattr(queue, "maxlen", None) else None
+        if self._queue is None:
+            _log.warning("orch-otel: this SDK version hides the batch queue; queue drops cannot be counted")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        queue = self._queue
+        if queue is None:
+            super().on_end(span)
+            return
+        with self._queue_lock:  # check and append together, so concurrent ends count exactly
+            full = len(queue) >= queue.maxlen
+            super().on_end(span)
+        if full and span.context.trace_flags.sampled:
+            self.losses.lost(1, "queue_full")
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.losses.flush_warning()

@@ -1,0 +1,322 @@
+"""Durable export: a bounded on-disk spool in front of any span exporter.
+
+Every finished span is appended to a write-ahead log (one JSON span record per
+line, segment files ``wal-*.spool``) before it is queued for export, so a span
+that ended survives the process being killed. Segments are deleted once all
+their spans were exported. When the collector is unreachable or rejects a
+batch, the spans stay in the spool and are re-sent, oldest first, when it comes
+back; ``orch-otel spool replay`` re-sends the spool a dead process left.
+Delivery is at least once: a replay may repeat spans the collector already
+has (the offline reader drops duplicate span ids).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import orjson
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ..spans import SpanRecord, from_readable_span, record_from_dict, record_to_dict, to_readable_span
+from .batching import AccountedBatchSpanProcessor, LossReport
+
+_log = logging.getLogger(__name__)
+SUFFIX = ".spool"
+CLOSED = ".closed"  # marks a segment its writer left behind on shutdown
+_MAX_BACKOFF_S = 30.0
+
+
+class _Segment:
+    __slots__ = ("path", "handle", "unacked", "size", "records")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.handle: IO[bytes] | None = open(path, "ab")
+        self.unacked: set[str] = set()
+        self.size = 0
+        self.records = 0
+
+
+class SpanSpool:
+    """This process's write-ahead log of finished spans, bounded in bytes."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int, segment_records: int = 1000) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.segment_records = segment_records
+        self.bytes = sum(p.stat().st_size for p in self.directory.glob(f"*{SUFFIX}"))  # leftovers count too
+        self._prefix = f"wal-{time.time_ns():020d}-{os.getpid()}"
+        self._seq = 0
+        self._active: _Segment | None = None
+        self._segments: dict[Path, _Segment] = {}  # insertion order = write order
+        self._segment_of: dict[str, _Segment] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, span_id: str) -> bool:
+        return span_id in self._segment_of
+
+    def append(self, record: SpanRecord) -> bool:
+        """Write a span durably (to the OS); False when the spool is full."""
+        line = orjson.dumps(record_to_dict(record), option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        with self._lock:
+            if self.bytes + len(line) > self.max_bytes:
+                return False
+            segment = self._active
+            if segment is None:
+                self._seq += 1
+                segment = self._active = _Segment(self.directory / f"{self._prefix}-{self._seq:08d}{SUFFIX}")
+                self._segments[segment.path] = segment
+            segment.handle.write(line)  # type: ignore[union-attr]
+            segment.handle.flush()  # type: ignore[union-attr]  # in the kernel now: survives SIGKILL
+            segment.size += len(line)
+            segment.records += 1
+            segment.unacked.add(record.span_id)
+            self._segment_of[record.span_id] = segment
+            self.bytes += len(line)
+            if segment.records >= self.segment_records:
+                self._close(segment)
+        return True
+
+    def ack(self, span_ids: Sequence[str]) -> None:
+        """These spans reached the collector: drop segments that are done."""
+        with self._lock:
+            for span_id in span_ids:
+                segment = self._segment_of.pop(span_id, None)
+                if segment is None:
+                    continue
+                segment.unacked.discard(span_id)
+                if not segment.unacked and segment.records >= self.segment_records:
+                    self._remove(segment)
+
+    def records(self, span_ids: set[str]) -> Iterator[SpanRecord]:
+        """The spooled records of ``span_ids``, in the order they were written."""
+        with self._lock:
+            segments = list(self._segments.values())
+        for segment in segments:
+            for record, _ in read_segment(segment.path):
+                if record is not None and record.span_id in span_ids:
+                    yield record
+
+    def close(self) -> None:
+        """Close files; remove fully exported segments; mark the rest closed
+        (no live writer) for replay."""
+        with self._lock:
+            for segment in list(self._segments.values()):
+                self._close(segment)
+                if not segment.unacked:
+                    self._remove(segment)
+                else:
+                    segment.path.rename(segment.path.with_name(segment.path.name.replace(SUFFIX, CLOSED + SUFFIX)))
+            self._segments.clear()
+            self._segment_of.clear()
+
+    def _close(self, segment: _Segment) -> None:
+        if segment.handle is not None:
+            segment.handle.close()
+            segment.handle = None
+        if segment is self._active:
+            self._active = None
+
+    def _remove(self, segment: _Segment) -> None:
+        self._close(segment)
+        self._segments.pop(segment.path, None)
+        self.bytes -= segment.size
+        segment.path.unlink(missing_ok=True)
+
+
+def read_segment(path: Path) -> Iterator[tuple[SpanRecord | None, str | None]]:
+    """(record, None) per good line, (None, "path:line: reason") per bad one
+    (a process killed mid-write leaves at most one truncated last line)."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                yield record_from_dict(orjson.loads(raw)), None
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                yield None, f"{path}:{lineno}: {type(exc).__name__}: {exc}"
+
+
+class _SpoolingExporter(SpanExporter):
+    """Sends through ``inner``; keeps failed spans in the spool and re-sends them first."""
+
+    def __init__(self, inner: SpanExporter, spool: SpanSpool, losses: LossReport, retry_interval_s: float) -> None:
+        self.inner = inner
+        self.spool = spool
+        self.losses = losses
+        self.failed: set[str] = set()
+        self._retry_interval = retry_interval_s
+        self._backoff = retry_interval_s
+        self._next_retry = 0.0
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            self._retry(force=False)
+            if self.failed:  # older spans still wait: keep the order, don't send newer ones yet
+                self._keep(spans)
+                return SpanExportResult.FAILURE
+            result = self._send(spans)
+            if result is not SpanExportResult.SUCCESS:
+                self._keep(spans)
+                self._schedule_retry()
+            return result
+
+    def retry_now(self) -> bool:
+        with self._lock:
+            self._retry(force=True)
+            return not self.failed
+
+    def _send(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception:
+            _log.warning("orch-otel: exporter raised; spans stay in the spool", exc_info=True)
+            result = SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            self.spool.ack([format(s.context.span_id, "016x") for s in spans])
+        return result
+
+    def _keep(self, spans: Sequence[ReadableSpan]) -> None:
+        for span in spans:
+            span_id = format(span.context.span_id, "016x")
+            if span_id in self.spool:
+                self.failed.add(span_id)
+            else:
+                self.losses.lost(1, "spool_full")
+
+    def _retry(self, *, force: bool) -> None:
+        if not self.failed or (not force and time.monotonic() < self._next_retry):
+            return
+        batch: list[SpanRecord] = []
+        for record in self.spool.records(set(self.failed)):
+            batch.append(record)
+            if len(batch) == 512 and not self._resend(batch):
+                return
+        if batch and not self._resend(batch):
+            return
+        self.losses.lost(len(self.failed), "spool_unreadable")  # left over: not readable from the spool
+        self.failed.clear()
+        self._backoff = self._retry_interval
+
+    def _resend(self, batch: list[SpanRecord]) -> bool:
+        if self._send([to_readable_span(r) for r in batch]) is not SpanExportResult.SUCCESS:
+            self._schedule_retry()
+            return False
+        self.failed.difference_update(r.span_id for r in batch)
+        batch.clear()
+        return True
+
+    def _schedule_retry(self) -> None:
+        self._next_retry = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._retry(force=True)
+            if self.failed:
+                _log.warning(
+                    "orch-otel: %d span(s) could not be exported and remain in %s; "
+                    "re-send them with: orch-otel spool replay %s",
+                    len(self.failed), self.spool.directory, self.spool.directory,
+                )
+        self.spool.close()
+        self.inner.shutdown()
+
+
+class DurableBatchSpanProcessor(AccountedBatchSpanProcessor):
+    """A batch processor whose spans go to an on-disk spool first (see module doc)."""
+
+    def __init__(self, span_exporter: SpanExporter, spool_dir: str | os.PathLike[str], *,
+                 max_spool_bytes: int = 256 * 1024 * 1024, retry_interval_s: float = 1.0,
+                 component: str | None = None, **kwargs) -> None:
+        self.spool = SpanSpool(spool_dir, max_bytes=max_spool_bytes)
+        losses = LossReport(component or type(span_exporter).__name__)
+        self.sender = _SpoolingExporter(span_exporter, self.spool, losses, retry_interval_s)
+        super().__init__(self.sender, losses=losses, **kwargs)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.context.trace_flags.sampled:
+            try:
+                self.spool.append(from_readable_span(span))  # full: counted if its export then fails
+            except Exception:
+                _log.warning("orch-otel: could not spool a span", exc_info=True)
+        super().on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        flushed = super().force_flush(timeout_millis)
+        return self.sender.retry_now() and flushed
+
+
+@dataclass
+class ReplayResult:
+    sent: int = 0
+    files_done: int = 0
+    files_left: int = 0
+    skipped_live: int = 0
+    bad_lines: list[str] = field(default_factory=list)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def spool_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Spool segments in write order (their names sort by start time, pid, sequence)."""
+    return sorted(Path(directory).glob(f"wal-*{SUFFIX}"))
+
+
+def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include_live: bool = False,
+           batch_size: int = 512) -> ReplayResult:
+    """Re-send the spool of dead processes, oldest first; a segment is deleted
+    once all of it was sent. Stops at the first failed batch."""
+    result = ReplayResult()
+    files = spool_files(directory)
+    for index, path in enumerate(files):
+        pid = int(path.name.split("-")[2])
+        if not include_live and CLOSED not in path.name and _pid_alive(pid):
+            result.skipped_live += 1
+            continue
+        batch: list[ReadableSpan] = []
+        ok = True
+        for record, problem in read_segment(path):
+            if problem is not None:
+                result.bad_lines.append(problem)
+                continue
+            batch.append(to_readable_span(record))  # type: ignore[arg-type]
+            if len(batch) == batch_size:
+                ok = _replay_batch(exporter, batch, result)
+                if not ok:
+                    break
+        if ok and batch:
+            ok = _replay_batch(exporter, batch, result)
+        if not ok:
+            result.files_left = len(files) - index
+            return result
+        path.unlink()
+        result.files_done += 1
+    return result
+
+
+def _replay_batch(exporter: SpanExporter, batch: list[ReadableSpan], result: ReplayResult) -> bool:
+    if exporter.export(batch) is not SpanExportResult.SUCCESS:
+        return False
+    result.sent += len(batch)
+    batch.clear()
+    return True
