@@ -211,3 +211,33 @@ def test_helpers_outside_any_span_warn_once(caplog):
     assert captured.spans == []
     warnings = [r for r in caplog.records if "delegate() called outside" in r.getMessage()]
     assert len(warnings) <= 1  # once per process; an earlier test may already have triggered it
+
+
+def test_throw_into_a_generator_agent_reaches_the_wrapped_generator(captured):
+    @orch_otel.agent("catcher")
+    def catcher():
+        try:
+            yield 1
+        except KeyError:
+            yield "caught"
+
+    gen = catcher()
+    assert next(gen) == 1
+    assert gen.throw(KeyError("x")) == "caught"
+    gen.close()
+    (trace,) = captured.traces()
+    assert check_trace(trace)["events"][-1]["reason"] == "end"
+
+
+def test_one_context_manager_object_shared_by_threads(captured):
+    shared = orch_otel.agent("shared")
+
+    def work(i: int) -> None:
+        with shared:
+            orch_otel.reward(i, name="r")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(work, range(8)))
+    traces = captured.traces()
+    assert len(traces) == 8
+    assert sorted(t["rewards"]["r"] for t in traces) == list(range(8))

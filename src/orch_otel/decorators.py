@@ -8,6 +8,7 @@ context, so threads and asyncio tasks that carry the context nest correctly.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import os
@@ -28,16 +29,19 @@ class _Traced:
     def __init__(self, factory: Callable[[Callable[..., Any] | None, tuple, dict], Invocation], name: str | None):
         self._factory = factory
         self._name = name
-        self._active: list[Invocation] = []
+        # one stack per thread / asyncio task, so a shared object can be entered concurrently
+        self._active: contextvars.ContextVar[tuple[Invocation, ...]] = contextvars.ContextVar("orch_otel_active", default=())
 
     # -- as a context manager --
     def __enter__(self) -> Invocation:
         invocation = self._factory(None, (), {}).start()
-        self._active.append(invocation)
+        self._active.set(self._active.get() + (invocation,))
         return invocation
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self._active.pop().__exit__(exc_type, exc, tb)
+        *rest, invocation = self._active.get()
+        self._active.set(tuple(rest))
+        invocation.__exit__(exc_type, exc, tb)
 
     # -- as a decorator --
     def __call__(self, fn: F) -> F:
@@ -77,15 +81,22 @@ def _generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         invocation = factory(fn, args, kwargs).start(attach=False)
         gen = fn(*args, **kwargs)
-        sent: Any = None
+        step: Callable[[], Any] = lambda: gen.send(None)  # noqa: E731
         try:
             while True:
                 token = otel_context.attach(invocation.context)  # each step runs inside the span
                 try:
-                    item = gen.send(sent)
+                    item = step()
                 finally:
                     otel_context.detach(token)
-                sent = yield item
+                try:
+                    sent = yield item
+                except GeneratorExit:
+                    raise
+                except BaseException as thrown:  # gen.throw() from the consumer reaches the wrapped generator
+                    step = functools.partial(gen.throw, thrown)
+                else:
+                    step = functools.partial(gen.send, sent)
         except StopIteration as stop:
             invocation.end()
             return stop.value
@@ -103,15 +114,22 @@ def _async_generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invo
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         invocation = factory(fn, args, kwargs).start(attach=False)
         agen = fn(*args, **kwargs)
-        sent: Any = None
+        step: Callable[[], Any] = lambda: agen.asend(None)  # noqa: E731
         try:
             while True:
                 token = otel_context.attach(invocation.context)
                 try:
-                    item = await agen.asend(sent)
+                    item = await step()
                 finally:
                     otel_context.detach(token)
-                sent = yield item
+                try:
+                    sent = yield item
+                except GeneratorExit:
+                    raise
+                except BaseException as thrown:
+                    step = functools.partial(agen.athrow, thrown)
+                else:
+                    step = functools.partial(agen.asend, sent)
         except StopAsyncIteration:
             invocation.end()
         except BaseException as exc:
