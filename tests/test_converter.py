@@ -133,3 +133,14 @@ def test_live_recording_round_trip(captured):
     assert all({"src": r["id"], "dst": agg["id"], "type": "aggregate"} in trace["edges"] for r in returns)
     (msg,) = events_of(trace, "message", channel="agent")
     assert (msg["from"], msg["to"]) == ("w2", "boss")
+
+
+def test_other_instrumentations_genai_spans_play_no_orchestration_role():
+    spans = make_tree()
+    foreign = SpanRecord(TRACE, "1000000000000009", "1000000000000002", "chat gpt", T0 + 31, T0 + 35,
+                         attributes={Attr.OPERATION: "chat", Attr.REQUEST_MODEL: "gpt", Attr.INPUT_TOKENS: 100},
+                         scope="opentelemetry.instrumentation.langchain")
+    ours = convert(spans).trace
+    with_foreign = convert(spans + [foreign]).trace
+    assert with_foreign["events"] == ours["events"]
+    assert with_foreign["costs"] == ours["costs"]

@@ -17,6 +17,7 @@ from typing import Any
 from .spans import EventRecord, SpanRecord
 from .vocabulary import (
     HUMAN_AGENT,
+    INSTRUMENTATION_NAME,
     Attr,
     Channel,
     DecisionKind,
@@ -40,6 +41,7 @@ _CONTENT_PAIRS = (
 
 
 _COVERS_SPAWN = (DecisionKind.SPAWN.value, DecisionKind.DELEGATE.value)
+_OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
 
 
 @dataclass
@@ -127,7 +129,9 @@ class _Builder:
                 continue
             visited.add(span.span_id)
             attrs = span.attributes
-            op = attrs.get(Attr.OPERATION)
+            # Only orch-otel's own spans play orchestration roles: other GenAI
+            # instrumentations use the same operation names for their own spans.
+            op = attrs.get(Attr.OPERATION) if span.scope in _OWN_SCOPES else None
             parent_actor = actor
             if op in _AGENT_OPS:
                 name = attrs.get(Attr.AGENT_NAME) or attrs.get(Attr.WORKFLOW_NAME) or span.name
@@ -225,6 +229,7 @@ class _Builder:
                 data["options"] = _list(attrs.get(Attr.OPTIONS))
             reason = attrs.get(Attr.STOP_REASON)
             _put(data, "reason", reason)
+            _put(data, "source", attrs.get(Attr.STOP_SOURCE))
             _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             status = Status.ERROR.value if reason == StopReason.ERROR.value else Status.OK.value
             self._add(event.time_ns, span, data, scope, status)
@@ -392,7 +397,7 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     trace["events"] = events
     trace["edges"] = _edges(ordered, b)
     trace["rewards"] = b.rewards
-    trace["costs"] = _costs(b, events, t_end - t0)
+    trace["costs"] = _costs(events, t_end - t0)
     trace["metrics"] = _metrics(b, events)
     return Conversion(trace, b.contents)
 
@@ -410,11 +415,9 @@ def _task_id(spans: Iterable[SpanRecord], trace_id: str) -> str:
     return _first_attr(spans, Attr.TASK_ID) or _first_attr(spans, Attr.CONVERSATION_ID) or trace_id
 
 
-def _costs(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -> dict[str, float]:
-    tokens = 0
-    for span in b.by_id.values():
-        if span.attributes.get(Attr.OPERATION) == Operation.CHAT.value:
-            tokens += int(span.attributes.get(Attr.INPUT_TOKENS) or 0) + int(span.attributes.get(Attr.OUTPUT_TOKENS) or 0)
+def _costs(events: list[dict[str, Any]], wall_ns: int) -> dict[str, float]:
+    llm = [e for e in events if e.get("channel") == Channel.LLM.value]
+    tokens = sum(int(e.get("input_tokens") or 0) + int(e.get("output_tokens") or 0) for e in llm)
     return {
         "tokens": tokens,
         "wall_clock_s": _seconds(wall_ns),

@@ -236,7 +236,7 @@ def spawn(*targets: str, options: Iterable[str] | None = None, content: Any = No
     get_recorder().spawn(list(names), options=options, content=content)
 
 
-def delegate(target: str, *, options: Iterable[str] | None = None, content: Any = None) -> None:
+def delegate(target: str | Sequence[str], *, options: Iterable[str] | None = None, content: Any = None) -> None:
     """Record the decision to hand work to ``target``, chosen among ``options``."""
     get_recorder().delegate(target, options=options, content=content)
 

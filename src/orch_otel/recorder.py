@@ -135,6 +135,15 @@ class Invocation:
         finally:
             self._detach()
 
+    def stop(self, reason: str, *, content: Any = None, source: str | None = None) -> None:
+        """Record this span's run stopping. Only the run root marks the run as
+        stopped: a nested run's stop does not stop the run around it."""
+        if self.span.is_recording():
+            self._recorder._decision_event(self.span, DecisionKind.STOP, reason=str(reason).strip() or StopReason.END.value,
+                                           content=content, source=source)
+            if self._run is not None:
+                self._run.stopped = True
+
     def fail(self, error: BaseException) -> None:
         """End the span with the outcome the error stands for (control flow is not an error)."""
         self.end(outcome=self._recorder.classify(error), error=error)
@@ -327,15 +336,18 @@ class Recorder:
         """Decide to spawn sub-agents (one decision for a whole fan-out)."""
         self._decision(DecisionKind.SPAWN, targets=targets, options=options, content=content, span=span)
 
-    def delegate(self, target: str, *, options: Iterable[str] | None = None,
+    def delegate(self, target: str | Sequence[str], *, options: Iterable[str] | None = None,
                  content: Any = None, span: Span | None = None) -> None:
-        """Decide which agent acts next (handoff, routing, speaker selection)."""
+        """Decide which agent(s) act next (handoff, routing, speaker selection)."""
         self._decision(DecisionKind.DELEGATE, targets=target, options=options, content=content, span=span)
 
-    def stop(self, reason: str = StopReason.END, *, content: Any = None, span: Span | None = None) -> None:
-        """Decide to stop the run, with a reason."""
+    def stop(self, reason: str = StopReason.END, *, content: Any = None, source: str | None = None,
+             span: Span | None = None) -> None:
+        """Decide to stop the run of the current context, with a reason (and the
+        condition or component that decided it). To stop one nested run, use
+        ``Invocation.stop``."""
         reason = str(reason).strip() or StopReason.END.value
-        if self._decision(DecisionKind.STOP, reason=reason, content=content, span=span):
+        if self._decision(DecisionKind.STOP, reason=reason, source=source, content=content, span=span):
             run = otel_context.get_value(_RUN_KEY)
             if isinstance(run, _Run):
                 run.stopped = True
@@ -390,23 +402,24 @@ class Recorder:
     # -- internals ------------------------------------------------------------------------
 
     def _decision(self, kind: DecisionKind, *, targets: str | Sequence[str] | None = None,
-                  options: Iterable[str] | None = None, reason: str | None = None,
+                  options: Iterable[str] | None = None, reason: str | None = None, source: str | None = None,
                   content: Any = None, span: Span | None = None) -> bool:
         span = self._target_span(span, kind.value)
         if span is None:
             return False
-        self._decision_event(span, kind, targets=targets, options=options, reason=reason, content=content)
+        self._decision_event(span, kind, targets=targets, options=options, reason=reason, source=source, content=content)
         return True
 
     def _decision_event(self, span: Span, kind: DecisionKind, *, targets: str | Sequence[str] | None = None,
                         options: Iterable[str] | None = None, reason: str | None = None,
-                        content: Any = None) -> None:
+                        source: str | None = None, content: Any = None) -> None:
         attrs: dict[str, Any] = {Attr.DECISION: kind.value}
         if targets is not None:
             attrs[Attr.TARGETS] = _names(targets)
         if options is not None:
             attrs[Attr.OPTIONS] = _names(options)
         _put(attrs, Attr.STOP_REASON, reason)
+        _put(attrs, Attr.STOP_SOURCE, source)
         self._content_into(attrs, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.DECISION, attrs)
 

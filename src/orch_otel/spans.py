@@ -9,6 +9,7 @@ from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 
@@ -44,6 +45,7 @@ class SpanRecord:
     resource: Mapping[str, Any] = field(default_factory=dict)
     parent_is_remote: bool = False
     kind: str = "internal"  # internal | server | client | producer | consumer
+    scope: str = ""  # instrumentation scope name ("orch_otel" for orch-otel's spans; "" if unknown)
 
     @property
     def is_local_root(self) -> bool:
@@ -75,6 +77,7 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
         ),
         resource=span.resource.attributes if span.resource is not None else {},
         kind=span.kind.name.lower(),
+        scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else "",
     )
 
 
@@ -98,6 +101,7 @@ def record_to_dict(record: SpanRecord) -> dict[str, Any]:
         "links": [[link.trace_id, link.span_id, dict(link.attributes)] for link in record.links],
         "resource": dict(record.resource),
         "kind": record.kind,
+        "scope": record.scope,
     }
 
 
@@ -118,6 +122,7 @@ def record_from_dict(data: dict[str, Any]) -> SpanRecord:
         links=tuple(LinkRecord(str(t), str(s), dict(a or {})) for t, s, a in data.get("links") or ()),
         resource=dict(data.get("resource") or {}),
         kind=str(data.get("kind", "internal")),
+        scope=str(data.get("scope", "")),
     )
 
 
@@ -148,4 +153,5 @@ def to_readable_span(record: SpanRecord) -> ReadableSpan:
         status=Status(_STATUS_CODE.get(record.status, StatusCode.UNSET), record.status_message or None),
         start_time=record.start_ns,
         end_time=record.end_ns,
+        instrumentation_scope=InstrumentationScope(record.scope) if record.scope else None,
     )

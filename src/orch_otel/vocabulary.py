@@ -137,6 +137,7 @@ class Attr:
     TARGETS = "orch.targets"  # chosen agents (delegate / spawn / communicate)
     OPTIONS = "orch.options"  # candidate agents, where known
     STOP_REASON = "orch.stop.reason"
+    STOP_SOURCE = "orch.stop.source"  # the condition or component that decided to stop
     SENDER = "orch.message.sender"
     RECIPIENTS = "orch.message.recipients"
     MESSAGE_TYPE = "orch.message.type"
