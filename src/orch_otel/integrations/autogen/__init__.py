@@ -1,0 +1,133 @@
+"""orch-otel instrumentation for AutoGen (``autogen-agentchat`` 0.7).
+
+Records every ``team.run()`` / ``team.run_stream()`` as exactly one trace:
+
+- the run (``invoke_workflow {team}``; a nested team is a spawned
+  ``invoke_agent {team}`` inside the turn that runs it),
+- each participant turn (``invoke_agent {agent}``, with name, id, class as
+  role and description; the first turn of an agent inside a nested team is a
+  spawn),
+- the manager's speaker selections as delegate decisions (chosen speaker(s)
+  and candidates; MagenticOne's orchestrator too), handoffs as the agent's
+  delegation plus a ``HandoffMessage`` message to the target,
+- messages relayed between participants (sender, recipients, type),
+- tool executions (``execute_tool {tool}`` with call ids) and model calls
+  (``chat {model}`` with token usage) through any ``ChatCompletionClient``,
+- GraphFlow fan-out (fan-out index and size) and fan-in (aggregate), and the
+  SocietyOfMind summary (aggregate of the inner team),
+- the stop decision with its reason: the termination condition's
+  ``stop_reason`` text (max turns included), ``cancelled`` or ``error``.
+
+AutoGen's own spans are suppressed while instrumented (see
+``docs/autogen.md``); ``instrument(runtime_spans=True)`` keeps its runtime
+messaging spans, parented to the run.
+
+    from orch_otel.integrations.autogen import AutoGenInstrumentor
+    AutoGenInstrumentor().instrument()
+
+``orch_otel.instrument()`` does this for you when AutoGen is installed.
+Instrument before a team's first run: AutoGen binds its message handlers when
+the runtime creates the team's agents.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+
+from ...recorder import Recorder, get_recorder
+from ._patch import Patches
+from .package import _instruments
+
+__all__ = ["AutoGenInstrumentor"]
+
+
+def _recorder(tracer_provider: Any) -> Recorder:
+    recorder = get_recorder()
+    if tracer_provider is None:
+        return recorder
+    return Recorder(tracer_provider=tracer_provider, content=recorder.content)
+
+
+class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Patches AutoGen agentchat so that each team run is one orchestration trace.
+
+    ``instrument(tracer_provider=None, runtime_spans=False)``: spans go through
+    orch-otel's recorder (or a recorder on ``tracer_provider``); with
+    ``runtime_spans=True`` AutoGen's runtime messaging spans are kept inside
+    the run's trace instead of being suppressed.
+    """
+
+    _patches: Patches | None = None
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        # The frameworks are imported only here, after the dependency check.
+        from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
+        from autogen_agentchat.base import Response, TaskResult, Team
+        from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
+        from autogen_agentchat.teams._group_chat._base_group_chat import BaseGroupChat
+        from autogen_agentchat.teams._group_chat._base_group_chat_manager import BaseGroupChatManager
+        from autogen_agentchat.teams._group_chat._chat_agent_container import ChatAgentContainer
+        from autogen_agentchat.teams._group_chat._events import GroupChatAgentResponse, GroupChatRequestPublish
+        from autogen_agentchat.teams._group_chat._graph._digraph_group_chat import GraphFlowManager
+        from autogen_agentchat.teams._group_chat._magentic_one._magentic_one_orchestrator import (
+            MagenticOneOrchestrator,
+        )
+        from autogen_agentchat.teams._group_chat._selector_group_chat import SelectorGroupChatManager
+        from autogen_core._telemetry._tracing import TraceHelper
+        from autogen_core.models import ChatCompletionClient, CreateResult
+        from autogen_core.tools import BaseStreamTool, BaseTool
+
+        from . import _agents, _builtin, _managers, _runs
+        from ._clients import ClientPatcher
+
+        try:  # the offline client used in tests and examples: patch it up front
+            importlib.import_module("autogen_ext.models.replay")
+        except ImportError:
+            pass
+
+        recorder = _recorder(kwargs.get("tracer_provider"))
+        patches = self._patches = Patches()
+        clients = ClientPatcher(recorder, patches, ChatCompletionClient, CreateResult)
+        nested_types = (Team, SocietyOfMindAgent)
+
+        # Runs and turns.
+        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, clients, TaskResult, nested_types))
+        patches.wrap(BaseChatAgent, "run", _runs.agent_run(recorder, clients))
+        patches.wrap(BaseChatAgent, "run_stream", _runs.agent_run_stream(recorder, clients, TaskResult))
+        patches.wrap(ChatAgentContainer, "handle_request", _runs.handle_request(recorder, Team))
+
+        # Managers: delegation, messages, aggregation, stop.
+        responses = _managers.agent_response(recorder, HandoffMessage, GroupChatAgentResponse, BaseChatMessage)
+        patches.wrap(BaseGroupChatManager, "_log_speaker_selection", _managers.selection(recorder, GraphFlowManager))
+        patches.wrap(SelectorGroupChatManager, "_select_speaker", _managers.selector_candidates())
+        patches.wrap(BaseGroupChatManager, "_signal_termination", _managers.termination())
+        patches.wrap(BaseGroupChatManager, "_signal_termination_with_error", _managers.termination_with_error())
+        for manager in (BaseGroupChatManager, MagenticOneOrchestrator):
+            patches.wrap(manager, "handle_start", _managers.in_run_context())
+            patches.wrap(manager, "handle_agent_response", responses)
+        patches.wrap(MagenticOneOrchestrator, "publish_message",
+                     _managers.magentic_one_publish(recorder, GroupChatRequestPublish, GroupChatAgentResponse))
+
+        # Agents: tools, handoffs, SocietyOfMind summaries, model calls.
+        patches.wrap(BaseTool, "run_json", _agents.run_json(recorder))
+        patches.wrap(BaseStreamTool, "run_json_stream", _agents.run_json_stream(recorder))
+        patches.wrap(AssistantAgent, "_check_and_handle_handoff", _agents.handoff(recorder, HandoffMessage))
+        patches.wrap(SocietyOfMindAgent, "on_messages_stream", _agents.society_of_mind(recorder, Response))
+        clients.patch_loaded()
+
+        # AutoGen's built-in spans.
+        for module, name in _builtin.GENAI_SPAN_SITES:
+            patches.wrap(importlib.import_module(module), name, _builtin.suppress)
+        patches.wrap(TraceHelper, "trace_block", _builtin.runtime_span_wrapper(bool(kwargs.get("runtime_spans"))))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        if self._patches is not None:
+            self._patches.remove()
+            self._patches = None

@@ -1,0 +1,187 @@
+"""LLM calls: ``create`` / ``create_stream`` of every concrete
+``ChatCompletionClient`` class (``ReplayChatCompletionClient`` included).
+
+Client classes are patched where they define the method, once per class:
+those already imported at ``instrument()`` time, and any other class the first
+time a run meets one of its instances (so clients imported after
+``instrument()`` are covered too). A client that wraps another (for example
+``ChatCompletionCache``) gives one chat span, not two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Callable
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from ...recorder import Recorder
+from ._patch import Patches
+from ._state import LLM_KEY, arg, telemetry_failed
+
+_METHODS = ("create", "create_stream")
+_PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)
+    ("AzureOpenAI", "azure.ai.openai"),
+    (".openai.", "openai"),
+    (".anthropic.", "anthropic"),
+    (".azure.", "azure.ai.inference"),
+    (".ollama.", "ollama"),
+    (".llama_cpp.", "llama_cpp"),
+)
+
+
+def model_name(client: Any) -> str:
+    """The model a client calls: its configured model, else its model family, else its class."""
+    for attr in ("_create_args", "_raw_config"):
+        config = getattr(client, attr, None)
+        if isinstance(config, dict) and config.get("model"):
+            return str(config["model"])
+    try:
+        family = client.model_info.get("family")
+    except Exception:
+        family = None
+    if family and family != "unknown":
+        return str(family)
+    return type(client).__name__
+
+
+def provider_name(client: Any) -> str | None:
+    cls = type(client)
+    where = f"{cls.__module__}.{cls.__name__}"
+    for fragment, provider in _PROVIDERS:
+        if fragment in where:
+            return provider
+    return None
+
+
+def _in_run() -> bool:
+    """Record only inside a traced run, and only the outermost client of a chain."""
+    ctx = otel_context.get_current()
+    return otel_context.get_value(LLM_KEY, ctx) is None and trace.get_current_span(ctx).is_recording()
+
+
+def _start(recorder: Recorder, client: Any, args: Any, kwargs: Any):
+    messages = arg(args, kwargs, 0, "messages") if recorder.content.capture else None
+    inv = recorder.llm(model_name(client), provider=provider_name(client), input_messages=messages)
+    inv.start(attach=False)
+    return inv, otel_context.set_value(LLM_KEY, True, inv.context)
+
+
+def _respond(inv: Any, result: Any) -> None:
+    try:
+        usage = getattr(result, "usage", None)
+        inv.set_response(
+            getattr(result, "content", None),
+            input_tokens=getattr(usage, "prompt_tokens", None),
+            output_tokens=getattr(usage, "completion_tokens", None),
+        )
+    except Exception:
+        telemetry_failed("model response")
+
+
+def create_wrapper(recorder: Recorder) -> Callable[..., Any]:
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        if not _in_run():
+            return await wrapped(*args, **kwargs)
+        try:
+            inv, ctx = _start(recorder, instance, args, kwargs)
+        except Exception:
+            telemetry_failed("model call start")
+            return await wrapped(*args, **kwargs)
+        token = otel_context.attach(ctx)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            inv.fail(exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        _respond(inv, result)
+        inv.end()
+        return result
+
+    return wrapper
+
+
+def create_stream_wrapper(recorder: Recorder, result_type: type) -> Callable[..., Any]:
+    async def traced(agen: Any, client: Any, args: Any, kwargs: Any) -> AsyncIterator[Any]:
+        try:  # at the first step: a stream never iterated leaves no span
+            inv, ctx = _start(recorder, client, args, kwargs)
+        except Exception:
+            telemetry_failed("model stream start")
+            async for item in agen:
+                yield item
+            return
+        try:
+            while True:
+                token = otel_context.attach(ctx)
+                try:
+                    item = await agen.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    otel_context.detach(token)
+                if isinstance(item, result_type):
+                    _respond(inv, item)
+                yield item
+        except BaseException as exc:
+            inv.fail(exc)
+            await agen.aclose()
+            raise
+        inv.end()
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        if not _in_run():
+            return wrapped(*args, **kwargs)
+        return traced(wrapped(*args, **kwargs), instance, args, kwargs)
+
+    return wrapper
+
+
+class ClientPatcher:
+    """Patches model client classes on first sight."""
+
+    def __init__(self, recorder: Recorder, patches: Patches, base: type, result_type: type) -> None:
+        self._patches = patches
+        self._base = base
+        self._seen: set[type] = set()
+        self._wrappers = {"create": create_wrapper(recorder),
+                          "create_stream": create_stream_wrapper(recorder, result_type)}
+
+    def patch_loaded(self) -> None:
+        """Every client class imported so far."""
+        pending = list(self._base.__subclasses__())
+        while pending:
+            cls = pending.pop()
+            pending.extend(cls.__subclasses__())
+            self.patch_class(cls)
+
+    def patch_class(self, cls: type) -> None:
+        if cls in self._seen:
+            return
+        self._seen.add(cls)
+        for method in _METHODS:
+            owner = next((c for c in cls.__mro__ if method in vars(c)), None)
+            if owner is None or owner is self._base or getattr(vars(owner)[method], "__isabstractmethod__", False):
+                continue
+            if not self._patches.is_wrapped(owner, method):
+                self._patches.wrap(owner, method, self._wrappers[method])
+
+    def discover(self, client: Any) -> None:
+        if client is None:
+            return
+        cls = type(client)
+        if cls not in self._seen and isinstance(client, self._base):
+            self.patch_class(cls)
+        inner = getattr(client, "client", None)  # ChatCompletionCache and similar wrappers
+        if inner is not None and type(inner) not in self._seen and isinstance(inner, self._base):
+            self.patch_class(type(inner))
+
+    def discover_agent(self, agent: Any) -> None:
+        self.discover(getattr(agent, "_model_client", None))
+
+    def discover_team(self, team: Any) -> None:
+        self.discover(getattr(team, "_model_client", None))
+        for participant in getattr(team, "_participants", ()):
+            self.discover(getattr(participant, "_model_client", None))

@@ -1,0 +1,243 @@
+"""Runs and turns: ``BaseGroupChat.run_stream`` (``run`` goes through it),
+standalone ``BaseChatAgent.run`` / ``run_stream``, and
+``ChatAgentContainer.handle_request`` (one agent turn inside a team).
+
+A run's span is current only while each step of the wrapped async generator
+runs, never across a ``yield``: the team's embedded runtime starts during the
+first step, so every handler, tool and model call it runs inherits the run's
+context, and the consumer may iterate from any task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from opentelemetry import trace
+
+from ...recorder import CANCELLED, ERROR, OK, Recorder
+from ...vocabulary import StopReason, Topology
+from ._state import RUNS, SYSTEM, RunState, attached, current_state, telemetry_failed
+from ._clients import ClientPatcher
+
+
+def _finish(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:
+    """Record the stop decision of a run and end its span."""
+    try:
+        _record_end(recorder, state, error, result_reason)
+    except Exception:
+        telemetry_failed("run end")
+
+
+def _record_end(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:
+    inv = state.invocation
+    content: dict[str, Any] | None = None
+    if error is None:
+        outcome, reason = OK, state.stop or result_reason or StopReason.END.value
+    elif isinstance(error, GeneratorExit):  # the consumer stopped iterating
+        outcome, reason = (OK, state.stop) if state.stop else (CANCELLED, StopReason.CANCELLED.value)
+    else:
+        outcome = recorder.classify(error)
+        reason = StopReason.CANCELLED.value if outcome == CANCELLED else StopReason.ERROR.value
+        if outcome == ERROR and state.error_type:
+            content = {"error_type": state.error_type}
+    # The stop belongs to this run only: a nested run does not stop the enclosing run.
+    inv.stop(reason, content=content, source=state.stop_source if outcome == OK else None)
+    if error is None or outcome != ERROR:
+        inv.end(outcome=outcome)
+    else:
+        inv.fail(error)
+
+
+Begin = Callable[[], "tuple[RunState, Callable[[], None] | None] | None"]
+
+
+async def _traced_steps(recorder: Recorder, agen: Any, begin: Begin, result_type: type) -> AsyncIterator[Any]:
+    """Iterate ``agen`` with the run's context current during each step.
+
+    ``begin`` runs at the first step (where the framework's own generator
+    starts) and returns the run's state and a clean-up, or None to pass the
+    stream through untraced. One generator layer only: closing it closes the
+    framework's stream right away.
+    """
+    try:
+        begun = begin()
+    except Exception:
+        telemetry_failed("run start")
+        begun = None
+    if begun is None:
+        try:
+            async for item in agen:
+                yield item
+        finally:
+            await agen.aclose()
+        return
+    state, on_end = begun
+    result_reason: str | None = None
+    try:
+        while True:
+            with attached(state.ctx):
+                try:
+                    item = await agen.__anext__()
+                except StopAsyncIteration:
+                    break
+            if isinstance(item, result_type):
+                result_reason = getattr(item, "stop_reason", None)
+            try:
+                yield item
+            except BaseException:  # closed or thrown into by the consumer: close the framework's stream too
+                with attached(state.ctx):
+                    await agen.aclose()
+                raise
+    except BaseException as exc:
+        _finish(recorder, state, exc, result_reason)
+        raise
+    else:
+        _finish(recorder, state, None, result_reason)
+    finally:
+        if on_end is not None:
+            on_end()
+
+
+def _topology(team: Any, nested_types: tuple[type, ...]) -> str:
+    if any(isinstance(p, nested_types) for p in getattr(team, "_participants", ())):
+        return Topology.HIERARCHICAL.value
+    if type(team).__name__ == "Swarm":
+        return Topology.SWARM.value
+    return Topology.CENTRALIZED.value
+
+
+def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type,
+                    nested_types: tuple[type, ...]) -> Callable[..., Any]:
+    """``BaseGroupChat.run_stream``: one span per run (the trace root unless nested)."""
+
+    def begin(team: Any) -> tuple[RunState, Callable[[], None]] | None:
+        team_id = getattr(team, "_team_id", None)
+        if getattr(team, "_is_running", False) or team_id is None:  # AutoGen will refuse this run
+            return None
+        clients.discover_team(team)
+        parent = current_state()
+        name = team.name
+        if parent is not None:  # a nested team: spawned by the agent (or team) it runs in
+            fan = parent.fanout.pop(name, None)
+            if trace.get_current_span() is not parent.span:  # a team participant was chosen by a delegation
+                recorder.spawn(name)
+            inv = recorder.agent(
+                name, agent_id=team_id, role=type(team).__name__, description=team.description, spawned=True,
+                fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
+            )
+        else:
+            inv = recorder.workflow(name, conversation_id=team_id, system=SYSTEM,
+                                    topology=_topology(team, nested_types))
+        inv.start(attach=False)
+        state = RUNS[team_id] = RunState(name, inv, nested=parent is not None)
+
+        def forget() -> None:
+            if RUNS.get(team_id) is state:
+                del RUNS[team_id]
+
+        return state, forget
+
+    def traced(agen: Any, team: Any) -> AsyncIterator[Any]:
+        return _traced_steps(recorder, agen, lambda: begin(team), result_type)
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        return traced(wrapped(*args, **kwargs), instance)
+
+    return wrapper
+
+
+def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None):
+    name = agent.name
+    return recorder.agent(
+        name, role=type(agent).__name__, description=agent.description, spawned=parent is not None,
+        system=SYSTEM if parent is None else None,
+    )
+
+
+def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
+    """Standalone ``BaseChatAgent.run`` (not in a team): one agent span; inside
+    a run (for example an ``AgentTool``) the agent is a spawned sub-agent."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            clients.discover_agent(instance)
+            parent = current_state()
+            inv = _agent_invocation(recorder, instance, parent).start(attach=False)
+            state = RunState(instance.name, inv, nested=parent is not None)
+        except Exception:
+            telemetry_failed("agent run start")
+            return await wrapped(*args, **kwargs)
+        try:
+            with attached(state.ctx):
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _finish(recorder, state, exc, None)
+            raise
+        _finish(recorder, state, None, None)
+        return result
+
+    return wrapper
+
+
+def agent_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type) -> Callable[..., Any]:
+    """Standalone ``BaseChatAgent.run_stream``, like :func:`agent_run`."""
+
+    def begin(agent: Any) -> tuple[RunState, None]:
+        clients.discover_agent(agent)
+        parent = current_state()
+        inv = _agent_invocation(recorder, agent, parent).start(attach=False)
+        return RunState(agent.name, inv, nested=parent is not None), None
+
+    def traced(agen: Any, agent: Any) -> AsyncIterator[Any]:
+        return _traced_steps(recorder, agen, lambda: begin(agent), result_type)
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        return traced(wrapped(*args, **kwargs), instance)
+
+    return wrapper
+
+
+def handle_request(recorder: Recorder, team_type: type) -> Callable[..., Any]:
+    """``ChatAgentContainer.handle_request``: one turn of a participant. A team
+    participant gets no turn span of its own: its nested run is the turn."""
+
+    def _turn(state: RunState, instance: Any) -> Any:
+        agent = instance._agent
+        name = agent.name
+        if isinstance(agent, team_type):
+            state.seen.add(name)
+            return None
+        fan = state.fanout.pop(name, None)
+        spawned = state.nested and name not in state.seen  # a nested team's agents come to life with it
+        state.seen.add(name)
+        inv = recorder.agent(
+            name, agent_id=str(instance.id), role=type(agent).__name__, description=agent.description,
+            spawned=spawned, fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
+        )
+        return inv.start(attach=True, parent=state.ctx)
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            state = RUNS.get(instance.id.key)
+            inv = None if state is None else _turn(state, instance)
+        except Exception:
+            telemetry_failed("agent turn")
+            state = inv = None
+        if inv is None:
+            if state is None:
+                return await wrapped(*args, **kwargs)
+            with attached(state.ctx):  # a team participant: its nested run is the turn
+                return await wrapped(*args, **kwargs)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            inv.fail(exc)
+            raise
+        inv.end()
+        return result
+
+    return wrapper
+
+
+__all__ = ["team_run_stream", "agent_run", "agent_run_stream", "handle_request"]

@@ -1,0 +1,95 @@
+"""State shared by the wrappers: the runs in progress, keyed by team id, and
+the context key that marks "inside an orch-otel AutoGen run".
+
+Every AutoGen team has a ``team_id``; its manager and every participant
+container run as runtime agents whose ``id.key`` is that team id. The handler
+wrappers look their run up here and attach its context explicitly, so spans
+land in the run's trace even when the user passed their own, already started
+runtime (whose tasks do not inherit the caller's context).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from ...recorder import Invocation
+
+_log = logging.getLogger("orch_otel.integrations.autogen")
+
+STATE_KEY = otel_context.create_key("orch_otel.autogen.run")
+LLM_KEY = otel_context.create_key("orch_otel.autogen.llm")
+SYSTEM = "autogen"
+
+
+class RunState:
+    """One team (or standalone agent) run in progress."""
+
+    __slots__ = ("actor", "invocation", "span", "ctx", "nested", "stop", "stop_source", "error_type",
+                 "options", "fanout", "seen", "parents")
+
+    def __init__(self, actor: str, invocation: Invocation, nested: bool) -> None:
+        self.actor = actor  # the name the converter gives the run span's events
+        self.invocation = invocation
+        self.span = invocation.span
+        self.ctx = otel_context.set_value(STATE_KEY, self, invocation.context)
+        self.nested = nested
+        self.stop: str | None = None  # the termination's StopMessage content
+        self.stop_source: str | None = None  # the termination condition (or manager) that stopped it
+        self.error_type: str | None = None
+        self.options: list[str] | None = None  # the selector's real candidate list for the next choice
+        self.fanout: dict[str, tuple[int, int]] = {}  # speaker -> (index, size) of a parallel selection
+        self.seen: set[str] = set()  # participants that already had a turn in this run
+        self.parents: dict[str, list[str]] | None = None  # GraphFlow: node -> parent nodes
+
+
+RUNS: dict[str, RunState] = {}
+"""Runs in progress by team id (a team object runs at most once at a time)."""
+
+
+def current_state() -> RunState | None:
+    value = otel_context.get_value(STATE_KEY)
+    return value if isinstance(value, RunState) else None
+
+
+def state_of(agent: Any) -> RunState | None:
+    """The run of a runtime agent (group chat manager or participant container)."""
+    try:
+        return RUNS.get(agent.id.key)
+    except Exception:  # an agent not yet bound to a runtime
+        return None
+
+
+class attached:
+    """Make ``ctx`` current for a block (a tiny, allocation-light context manager)."""
+
+    __slots__ = ("_ctx", "_token")
+
+    def __init__(self, ctx: otel_context.Context) -> None:
+        self._ctx = ctx
+        self._token: object | None = None
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(self._ctx)
+
+    def __exit__(self, *exc: Any) -> None:
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+
+
+def recording() -> bool:
+    return trace.get_current_span().is_recording()
+
+
+def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any = None) -> Any:
+    """A wrapped call's argument, passed by position or by keyword."""
+    if len(args) > index:
+        return args[index]
+    return kwargs.get(name, default)
+
+
+def telemetry_failed(where: str) -> None:
+    """Telemetry never raises into the host: note the failure and go on."""
+    _log.debug("orch-otel: AutoGen hook %s failed; not recorded", where, exc_info=True)

@@ -1,0 +1,156 @@
+"""AutoGen teams for tests and benchmarks, all offline (ReplayChatCompletionClient
+with a function-calling ModelInfo). Every builder returns a fresh team: replay
+clients are consumed as they answer. Each builder's docstring says what the
+team does, so tests can assert exactly that."""
+
+from __future__ import annotations
+
+import asyncio
+
+from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent
+from autogen_agentchat.conditions import (
+    HandoffTermination,
+    MaxMessageTermination,
+    TextMentionTermination,
+)
+from autogen_agentchat.teams import (
+    DiGraphBuilder,
+    GraphFlow,
+    MagenticOneGroupChat,
+    RoundRobinGroupChat,
+    SelectorGroupChat,
+    Swarm,
+)
+from autogen_ext.models.replay import ReplayChatCompletionClient
+
+from orch_otel.integrations.autogen.testing import MODEL_INFO, handoff, ledger, replay, text, tool_call, tool_calls
+
+
+def get_weather(city: str) -> str:
+    """Weather of a city (a sync tool: AutoGen runs it in a worker thread)."""
+    return f"sunny in {city}"
+
+
+async def lookup(q: str) -> str:
+    """Look something up (an async tool)."""
+    return f"found {q}"
+
+
+def boom(x: int) -> int:
+    """A tool that always fails."""
+    raise ValueError("tool exploded")
+
+
+def weather_round_robin() -> RoundRobinGroupChat:
+    """a calls get_weather(Paris) as call_1 (3+5 tokens), reflects "It is sunny" (2+3);
+    b says "Thanks TERMINATE" -> stop "Text 'TERMINATE' mentioned"."""
+    a = AssistantAgent(
+        "a", description="weather agent", tools=[get_weather], reflect_on_tool_use=True,
+        model_client=replay(tool_call("get_weather", {"city": "Paris"}, "call_1", prompt_tokens=3),
+                            text("It is sunny", prompt_tokens=2, completion_tokens=3)),
+    )
+    b = AssistantAgent("b", model_client=replay(text("Thanks TERMINATE")))
+    return RoundRobinGroupChat(
+        [a, b], termination_condition=TextMentionTermination("TERMINATE") | MaxMessageTermination(10),
+        name="weather_team",
+    )
+
+
+def two_agent_round_robin(max_messages: int = 3) -> RoundRobinGroupChat:
+    """a and b alternate plain text; the task counts as a message, so with the
+    default 3 the run is: a, b, then "Maximum number of messages 3 reached, current message count: 3"."""
+    a = AssistantAgent("a", model_client=replay(*[f"a says {i}" for i in range(max_messages)]))
+    b = AssistantAgent("b", model_client=replay(*[f"b says {i}" for i in range(max_messages)]))
+    return RoundRobinGroupChat([a, b], termination_condition=MaxMessageTermination(max_messages))
+
+
+def failing_tool_team() -> RoundRobinGroupChat:
+    """a calls boom(x=1) as call_9, which raises; the agent summarizes the error and
+    the run stops normally after 1 turn ("Maximum number of turns 1 reached.")."""
+    a = AssistantAgent("a", tools=[boom], model_client=replay(tool_call("boom", {"x": 1}, "call_9")))
+    return RoundRobinGroupChat([a], max_turns=1)
+
+
+def selector_team() -> SelectorGroupChat:
+    """The selector model picks planner, then coder (planner is no longer a candidate);
+    coder says TERMINATE -> "Text 'TERMINATE' mentioned"."""
+    planner = AssistantAgent("planner", description="plans", model_client=replay("Plan: write code"))
+    coder = AssistantAgent("coder", description="codes", model_client=replay("print(1) TERMINATE"))
+    reviewer = AssistantAgent("reviewer", description="reviews", model_client=replay("LGTM"))
+    return SelectorGroupChat(
+        [planner, coder, reviewer], model_client=replay(text("planner"), text("coder")),
+        termination_condition=TextMentionTermination("TERMINATE") | MaxMessageTermination(6),
+    )
+
+
+def swarm_team() -> Swarm:
+    """alice calls lookup(q=x) as t1 and transfer_to_bob as h1 in one turn, so her
+    HandoffMessage to bob carries 2 context messages; bob hands off to user (h2)
+    -> "Handoff to user from bob detected."."""
+    alice = AssistantAgent(
+        "alice", tools=[lookup], handoffs=["bob"],
+        model_client=replay(tool_calls(("lookup", {"q": "x"}, "t1"), ("transfer_to_bob", None, "h1"))),
+    )
+    bob = AssistantAgent("bob", handoffs=["user"], model_client=replay(handoff("user", "h2")))
+    return Swarm([alice, bob], termination_condition=HandoffTermination(target="user") | MaxMessageTermination(10))
+
+
+def graph_flow() -> GraphFlow:
+    """A fans out to B and C (in parallel), which fan in to D -> "Digraph execution is complete"."""
+    nodes = {n: AssistantAgent(n, model_client=replay(f"{n} out")) for n in "ABCD"}
+    builder = DiGraphBuilder()
+    for node in nodes.values():
+        builder.add_node(node)
+    builder.add_edge(nodes["A"], nodes["B"]).add_edge(nodes["A"], nodes["C"])
+    builder.add_edge(nodes["B"], nodes["D"]).add_edge(nodes["C"], nodes["D"])
+    return GraphFlow(participants=builder.get_participants(), graph=builder.build())
+
+
+def society_of_mind_team() -> RoundRobinGroupChat:
+    """outer_team: som runs inner_team (w1, w2; "Maximum number of turns 2 reached.") and
+    summarizes it ("SUMMARY of inner"); then critic speaks -> "Maximum number of turns 2 reached."."""
+    w1 = AssistantAgent("w1", model_client=replay("w1 draft"))
+    w2 = AssistantAgent("w2", model_client=replay("w2 edit"))
+    inner = RoundRobinGroupChat([w1, w2], max_turns=2, name="inner_team")
+    som = SocietyOfMindAgent("som", team=inner, model_client=replay("SUMMARY of inner"))
+    critic = AssistantAgent("critic", model_client=replay("looks good"))
+    return RoundRobinGroupChat([som, critic], max_turns=2, name="outer_team")
+
+
+def team_as_participant() -> RoundRobinGroupChat:
+    """outer: sub_team (x, y; "Maximum number of turns 2 reached.") as a participant, then z;
+    outer stops at "Maximum number of turns 2 reached."."""
+    x = AssistantAgent("x", model_client=replay("x1"))
+    y = AssistantAgent("y", model_client=replay("y1"))
+    sub = RoundRobinGroupChat([x, y], max_turns=2, name="sub_team", description="a sub team")
+    z = AssistantAgent("z", model_client=replay("z1"))
+    return RoundRobinGroupChat([sub, z], max_turns=2, name="outer")
+
+
+def magentic_one() -> MagenticOneGroupChat:
+    """The orchestrator gathers facts, plans, asks coder to "write code", coder answers,
+    the ledger says the request is satisfied (reason "task done") and the final answer
+    is given -> stop "task done"."""
+    coder = AssistantAgent("coder", description="writes code", model_client=replay("def f(): return 1"))
+    orchestrator = replay("FACTS...", "PLAN...", ledger(False, "coder", "write code", reason="go on"),
+                          ledger(True, "coder", "n/a", reason="task done"), "FINAL ANSWER: 1")
+    return MagenticOneGroupChat([coder], model_client=orchestrator)
+
+
+class SlowReplay(ReplayChatCompletionClient):
+    """A replay client whose every call takes ``delay`` seconds."""
+
+    def __init__(self, outputs: list, delay: float) -> None:
+        super().__init__(outputs, model_info=MODEL_INFO)
+        self.delay = delay
+
+    async def create(self, messages, **kwargs):  # type: ignore[override]
+        await asyncio.sleep(self.delay)
+        return await super().create(messages, **kwargs)
+
+
+def slow_round_robin(delay: float = 0.5) -> RoundRobinGroupChat:
+    """a and b answer after ``delay`` each; up to 3 turns (cancel it midway)."""
+    a = AssistantAgent("a", model_client=SlowReplay(["a1", "a2"], delay))
+    b = AssistantAgent("b", model_client=SlowReplay(["b1", "b2"], delay))
+    return RoundRobinGroupChat([a, b], max_turns=3)
