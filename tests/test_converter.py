@@ -144,3 +144,17 @@ def test_other_instrumentations_genai_spans_play_no_orchestration_role():
     with_foreign = convert(spans + [foreign]).trace
     assert with_foreign["events"] == ours["events"]
     assert with_foreign["costs"] == ours["costs"]
+
+
+def test_aggregate_links_every_branch_return_of_a_repeated_source(captured):
+    with orch_otel.agent("fan"):
+        orch_otel.spawn(["worker"] * 3)
+        for _ in range(3):
+            with orch_otel.agent("worker"):
+                pass
+        orch_otel.aggregate(sources=["worker", "worker", "worker"])
+    (trace,) = captured.traces()
+    (agg,) = events_of(trace, "aggregate")
+    returns = {r["id"] for r in events_of(trace, "return", agent="worker")}
+    linked = {e["src"] for e in trace["edges"] if e["type"] == "aggregate" and e["dst"] == agg["id"]}
+    assert len(returns) == 3 and linked == returns

@@ -40,7 +40,6 @@ _CONTENT_PAIRS = (
 )
 
 
-_COVERS_SPAWN = (DecisionKind.SPAWN.value, DecisionKind.DELEGATE.value)
 _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
 
 
@@ -313,15 +312,21 @@ class _Builder:
         self._add(end, root, data, None, status)
 
     def cover_spawns(self) -> None:
-        """Pair each spawn event with the decision that covers it (a spawn, or a
-        delegation naming the spawned agent), adding an implied spawn decision
+        """Pair each spawn event with the decision that covers it (the parent's
+        spawn decision, or any earlier delegation naming the spawned agent: in
+        graph frameworks an agent delegates and the runtime spawns), adding an implied spawn decision
         where none was recorded. Spawns that start while an implied group's
         first child still runs join that group: one decision per fan-out."""
-        decisions: dict[str, list[tuple[_Ev, Counter[str]]]] = defaultdict(list)
+        spawns_by: dict[str, list[tuple[_Ev, Counter[str]]]] = defaultdict(list)  # decider -> spawn decisions
+        delegations: list[tuple[_Ev, Counter[str]]] = []  # whoever delegated: the runtime may do the spawning
         for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
             data = ev.data
-            if data["type"] == EventKind.ORCHESTRATOR_DECISION.value and data.get("decision") in _COVERS_SPAWN:
-                decisions[data["agent"]].append((ev, Counter(data.get("targets", []))))
+            if data["type"] != EventKind.ORCHESTRATOR_DECISION.value:
+                continue
+            if data.get("decision") == DecisionKind.SPAWN.value:
+                spawns_by[data["agent"]].append((ev, Counter(data.get("targets", []))))
+            elif data.get("decision") == DecisionKind.DELEGATE.value:
+                delegations.append((ev, Counter(data.get("targets", []))))
         groups: dict[str, tuple[_Ev, int]] = {}  # parent -> (implied decision, earliest child end)
         for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
             data = ev.data
@@ -329,7 +334,7 @@ class _Builder:
                 continue
             parent, target = data["agent"], data["to"]
             match = None
-            for decision, left in decisions.get(parent, ()):
+            for decision, left in [*spawns_by.get(parent, ()), *delegations]:
                 if decision.t_ns <= ev.t_ns and left[target] > 0:
                     left[target] -= 1
                     match = decision
@@ -492,14 +497,15 @@ def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
             last_return[(data["to"], data["agent"])] = ev
             pending_returns[data["to"]].append(ev)
         elif kind == EventKind.AGGREGATE.value:
+            # every return since this agent's last aggregation (from the named sources, if any)
+            pending = pending_returns.pop(data["agent"], [])
             sources = data.get("sources")
-            if sources is None:
-                for src in pending_returns.pop(data["agent"], []):
+            for src in pending:
+                if sources is None or src.data["agent"] in sources:
                     add(src, ev, EdgeKind.AGGREGATE)
-            else:
-                for source in sources:
+            for source in sources or ():
+                if not any(src.data["agent"] == source for src in pending):  # returned before the last aggregation
                     add(last_return.get((data["agent"], source)), ev, EdgeKind.AGGREGATE)
-                pending_returns.pop(data["agent"], None)
         elif kind == EventKind.MESSAGE.value and data.get("channel") == Channel.AGENT.value:
             for recipient in data.get("recipients", ()):
                 add(ev, next_of(involving, recipient, i), EdgeKind.MESSAGE)
