@@ -113,3 +113,15 @@ def test_schema_command_prints_the_generated_schema(capsys):
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema["additionalProperties"] is False and "events" in schema["required"]
+
+
+def test_demo_falls_back_to_the_decorator_app_without_langgraph(monkeypatch):
+    from rich.console import Console
+
+    from orch_otel import demo as decorator_demo
+    from orch_otel.cli import demo as demo_command
+
+    monkeypatch.setitem(sys.modules, "orch_otel.integrations.langgraph.demo", None)  # import raises ImportError
+    console = Console(record=True)
+    assert demo_command._demo_app(console) is decorator_demo.run
+    assert "LangGraph is not installed" in console.export_text()

@@ -1,0 +1,325 @@
+"""The LangChain callback handler that turns a LangGraph run into orch-otel spans.
+
+It is injected into every callback manager through LangChain's configure hook
+and runs inline (``run_inline``), so under asyncio its methods run in the
+event-loop thread in callback order. The span tree is built only from
+``run_id`` / ``parent_run_id``; the handler never attaches or detaches the
+ambient OpenTelemetry context (see ``_context.py`` for how code inside a node
+sees the node's span).
+
+Every callback does O(1) work (plus a walk up the few open ancestors of the
+run); control flow (``ParentCommand`` handoffs, ``GraphInterrupt``) is
+recognised before any error work, and nothing of the graph state is read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.errors import (
+    GraphDrained,
+    GraphRecursionError,
+)
+from langgraph.types import Command
+from opentelemetry import context as otel_context
+from opentelemetry.trace import Link, SpanContext
+
+from ...recorder import (
+    ERROR,
+    HANDOFF,
+    INTERRUPTED,
+    OK,
+    Recorder,
+    get_recorder,
+)
+from ...vocabulary import Attr, StopReason
+from . import _extract as ex
+from ._calls import CallsMixin, context_of, outcome_of, private_run
+from ._runs import (
+    CREATE_AGENT,
+    DEFAULT_GRAPH_NAME,
+    END,
+    GRAPH,
+    GRAPH_INTEGRATIONS,
+    NO_RESUME,
+    NODE,
+    REACT_MODEL_STEPS,
+    ROUTER,
+    SEND,
+    SUBGRAPH,
+    WORKFLOW,
+    Run,
+    has_step_tag,
+    is_router_tag,
+    joins,
+    push_index,
+)
+
+_log = logging.getLogger(__name__)
+
+SYSTEM = "langgraph"
+TASK_ID_KEY = "orch.task_id"  # optional run metadata: the trace's task id (default: the thread id)
+TOPOLOGY_KEY = "orch.topology"  # optional run metadata: the trace's topology
+_MAX_INTERRUPTED = 10_000
+
+class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
+    """Maps LangChain/LangGraph callbacks to orch-otel spans and span events."""
+
+    run_inline = True  # async runs: call us in the event loop, in order, not in an executor
+    raise_error = False
+
+    def __init__(self, recorder: Recorder | None = None) -> None:
+        super().__init__()
+        self.enabled = True
+        self._recorder = recorder
+        self._runs: dict[UUID, Run] = {}
+        self._interrupted: OrderedDict[str, SpanContext] = OrderedDict()
+
+    @property
+    def recorder(self) -> Recorder:
+        return self._recorder or get_recorder()
+
+    # -- chains: graphs, nodes, routers --------------------------------------------------
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
+                       tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not self.enabled:
+            return
+        try:
+            self._chain_start(inputs, run_id, parent_run_id, tags, metadata or {}, kwargs.get("name"), serialized)
+        except Exception:
+            _log.debug("orch-otel: langgraph on_chain_start failed", exc_info=True)
+
+    def _chain_start(self, inputs: Any, run_id: UUID, parent_run_id: UUID | None, tags: list[str] | None,
+                     md: dict[str, Any], name: Any, serialized: Any) -> None:
+        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        if not name and serialized:
+            name = serialized.get("name")
+        run = Run(run_id, parent, str(name) if name else "chain")
+        self._runs[run_id] = run
+        if parent is not None and has_step_tag(tags):
+            self._node_start(run, parent, md)
+            return
+        run.integration = md.get("ls_integration")
+        run.lc_agent = md.get("lc_agent_name")
+        run.node_key = md.get("langgraph_node")
+        run.thread_id = _text(md.get("thread_id"))
+        run.task_id = _text(md.get(TASK_ID_KEY))
+        run.topology = _text(md.get(TOPOLOGY_KEY))
+        if isinstance(inputs, Command) and inputs.resume is not None:
+            run.resume = inputs.resume
+        if parent is None:
+            run.ambient = otel_context.get_current()
+            if run.integration in GRAPH_INTEGRATIONS:
+                self._become_graph(run)
+        elif parent.kind == NODE:
+            if is_router_tag(tags):
+                run.kind = ROUTER
+            elif run.name in REACT_MODEL_STEPS and parent.name == "agent" and parent.parent is not None:
+                parent.parent.prebuilt = True  # langgraph.prebuilt.create_react_agent's model step
+                if parent.parent.inv is not None and parent.parent.why == SUBGRAPH:
+                    parent.parent.inv.set(Attr.AGENT_ROLE, "agent")
+
+    def _node_start(self, run: Run, graph: Run, md: dict[str, Any]) -> None:
+        run.kind = NODE
+        if graph.kind != GRAPH:
+            self._become_graph(graph)
+        run.step = md.get("langgraph_step")
+        run.triggers = md.get("langgraph_triggers")
+        run.push_index = push_index(run.triggers, md.get("langgraph_path"))
+        if graph.finished and run.push_index is None:
+            self._maybe_aggregate(run, graph)
+        if run.push_index is not None and not graph.prebuilt and not run.name.startswith("__"):
+            scope = graph.scope()
+            run.inv = self.recorder.agent(
+                run.name, role="worker", spawned=True, fanout_index=run.push_index,
+                fanout_size=graph.fanout_size, system=SYSTEM,
+            ).start(attach=False, parent=context_of(scope, graph.root))
+            run.why = SEND
+            run.agent_name = run.name
+
+    def _become_graph(self, run: Run) -> None:
+        """``run`` is a (sub)graph: the run root becomes the workflow, a nested
+        graph an agent spawned by its enclosing agent."""
+        run.kind = GRAPH
+        run.finished = []
+        outer = run.parent
+        if run.integration == CREATE_AGENT and (
+            outer is None or outer.integration != CREATE_AGENT or outer.lc_agent != run.lc_agent
+        ):
+            run.prebuilt = True
+        scope = outer.scope() if outer is not None else None
+        if scope is None:
+            self._start_workflow(run)
+            return
+        node = run.enclosing_node()
+        if scope is node and node is not None and node.why == SEND and not node.absorbed:
+            node.absorbed = True  # a Send target that runs a subgraph: one agent, the node's
+            return
+        name = run.node_key or run.name
+        run.inv = self.recorder.agent(
+            name, agent_id=run.name if run.name not in (DEFAULT_GRAPH_NAME, name) else None,
+            role="agent" if run.prebuilt else "team", spawned=True, system=SYSTEM,
+        ).start(attach=False, parent=scope.inv.context)  # type: ignore[union-attr]
+        run.why = SUBGRAPH
+        run.agent_name = name
+        if node is not None and node.agent_name is None:
+            node.agent_name = name
+
+    def _start_workflow(self, run: Run) -> None:
+        recorder = self.recorder
+        thread_id = run.thread_id
+        links = None
+        resume_of = None
+        if run.resume is not NO_RESUME and thread_id is not None:
+            previous = self._interrupted.pop(thread_id, None)
+            if previous is not None:
+                links = [Link(previous, {"orch.link": "resume_of"})]
+                resume_of = format(previous.trace_id, "032x")
+        run.inv = recorder.workflow(
+            run.name, task_id=run.task_id or thread_id, conversation_id=thread_id, system=SYSTEM,
+            topology=run.topology, links=links,
+        ).start(attach=False, parent=run.ambient if run.ambient is not None else run.root.ambient)
+        run.why = WORKFLOW
+        if run.resume is not NO_RESUME:
+            recorder.human_intervention(run.resume, resume_of=resume_of, span=run.inv.span)
+
+    def _maybe_aggregate(self, run: Run, graph: Run) -> None:
+        """Fan-in: a pulled node after Send branches (or a join after parallel agents)."""
+        finished = graph.finished or []
+        previous = [(name, pushed) for step, name, pushed in finished if step is not None and step == (run.step or 0) - 1]
+        graph.finished = []
+        if not previous:
+            return
+        if any(pushed for _, pushed in previous) or (len(previous) > 1 and joins(run.triggers)):
+            scope = graph.scope()
+            if scope is not None:
+                sources = [name for name, _ in previous]  # one per branch: the fan-in's width
+                self.recorder.aggregate(sources=sources, span=scope.inv.span)  # type: ignore[union-attr]
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        run = self._runs.pop(run_id, None)
+        if run is None or not self.enabled:
+            return
+        try:
+            kind = run.kind
+            if kind == ROUTER:
+                self._route(run, outputs)
+            elif kind == NODE:
+                if isinstance(outputs, Command) and outputs.goto:
+                    self._route(run, outputs.goto)
+                self._node_end(run)
+            elif kind == GRAPH and run.inv is not None:
+                if run.parent is None or run.why == WORKFLOW:
+                    self._end_root(run, OK)
+                else:
+                    run.inv.end()
+            elif run.inv is not None:
+                run.inv.end()
+        except Exception:
+            _log.debug("orch-otel: langgraph on_chain_end failed", exc_info=True)
+
+    def _node_end(self, run: Run, outcome: str = OK, error: BaseException | None = None) -> None:
+        if run.inv is not None:
+            run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
+        if run.agent_name is not None and run.parent is not None and run.parent.finished is not None:
+            run.parent.finished.append((run.step, run.agent_name, run.push_index is not None))
+
+    def _route(self, run: Run, goto: Any) -> None:
+        """A router's result or a node's ``Command(goto=...)``: delegation, or a Send fan-out."""
+        node = run if run.kind == NODE else run.parent
+        graph = node.parent if node is not None else None
+        if graph is None or graph.prebuilt:
+            return  # a prebuilt agent's own loop (model -> tools) is not orchestration
+        names, sends = ex.goto_targets(goto)
+        names = [name for name in names if name != END]
+        if not names:
+            return
+        if sends:
+            graph.fanout_size = sends
+            scope = graph.scope()
+            if scope is not None:
+                self.recorder.spawn(names, span=scope.inv.span)  # type: ignore[union-attr]
+            return
+        scope = node.scope()
+        if scope is not None:
+            self.recorder.delegate(names[0] if len(names) == 1 else names, span=scope.inv.span)  # type: ignore[union-attr,arg-type]
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
+                       **kwargs: Any) -> None:
+        run = self._runs.pop(run_id, None)
+        if run is None or not self.enabled:
+            return
+        try:
+            outcome = outcome_of(error)
+            if outcome == HANDOFF:
+                self._handoff(run, error)
+            elif outcome == INTERRUPTED:
+                run.root.interrupted = True
+            if run.kind == NODE:
+                self._node_end(run, outcome, error)
+            elif run.inv is not None:
+                if run.why == WORKFLOW:
+                    self._end_root(run, outcome, error)
+                else:
+                    run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
+        except Exception:
+            _log.debug("orch-otel: langgraph on_chain_error failed", exc_info=True)
+
+    def _handoff(self, run: Run, error: BaseException) -> None:
+        """A ``Command(graph=PARENT)`` travelling up: record the delegation once, at its origin."""
+        if not run.handoff_done:
+            command = error.args[0] if error.args else None
+            names, _ = ex.goto_targets(getattr(command, "goto", None))
+            scope = run.scope()
+            if names and scope is not None:
+                self.recorder.delegate(names[0] if len(names) == 1 else names, span=scope.inv.span)  # type: ignore[union-attr,arg-type]
+        if run.parent is not None:
+            run.parent.handoff_done = True
+
+    def _end_root(self, run: Run, outcome: str, error: BaseException | None = None) -> None:
+        inv = run.inv
+        assert inv is not None
+        reason = None
+        if outcome == OK and run.interrupted:
+            outcome = INTERRUPTED
+        if outcome == INTERRUPTED:
+            reason = "drained" if isinstance(error, GraphDrained) else StopReason.INTERRUPT.value
+            if run.thread_id is not None:
+                self._remember_interrupt(run.thread_id, inv.span.get_span_context())
+        elif isinstance(error, GraphRecursionError):
+            reason = StopReason.RECURSION_LIMIT.value
+        inv.end(outcome=outcome, stop_reason=reason, error=error if outcome == ERROR else None)
+
+    def _remember_interrupt(self, thread_id: str, span_context: SpanContext) -> None:
+        if not span_context.is_valid:
+            return
+        self._interrupted[thread_id] = span_context
+        self._interrupted.move_to_end(thread_id)
+        while len(self._interrupted) > _MAX_INTERRUPTED:
+            self._interrupted.popitem(last=False)
+
+    def enter_run_context(self, config: Any) -> None:
+        """Called inside LangGraph's/LangChain's private context copy for a run step:
+        make the span of that run (or its nearest traced ancestor) current there."""
+        if not self.enabled or not config:
+            return
+        callbacks = config.get("callbacks")
+        run_id = getattr(callbacks, "parent_run_id", None)
+        if run_id is None:
+            return
+        run = self._runs.get(run_id)
+        if run is None:
+            return
+        private_run.set(run)
+        scope = run.scope()
+        if scope is not None:
+            otel_context.attach(scope.inv.context)  # type: ignore[union-attr,arg-type]  # private copy: never detached
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
