@@ -1,0 +1,213 @@
+"""Benchmark ``orch-otel convert`` on generated OTLP JSON (not a pass/fail test).
+
+    python -m benchmarks.bench_convert [--spans 1000000] [--rss-spans 100000] [--open-traces 100]
+
+Reports, as a markdown table:
+
+* spans per CPU-second of the local engine converting a ``--spans`` file (read, assemble,
+  convert, write; with and without per-trace validation), against parsing the
+  same file with ``orjson`` alone (target: >= 0.3 of the parse-only rate);
+* peak RSS of a conversion of ``--rss-spans`` and 10x that many spans with the
+  same number of traces open at once (target: flat). Each measurement runs in
+  its own subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+T0 = 1_700_000_000_000_000_000
+
+
+def _kv(key, value):
+    if isinstance(value, bool):
+        v = {"boolValue": value}
+    elif isinstance(value, int):
+        v = {"intValue": str(value)}
+    elif isinstance(value, list):
+        v = {"arrayValue": {"values": [{"stringValue": x} for x in value]}}
+    else:
+        v = {"stringValue": value}
+    return {"key": key, "value": v}
+
+
+class _Trace:
+    """One generated run: workflow -> lead agent -> workers with LLM and tool calls.
+    ``spans`` are in end order (children first, root last), as a collector sees them."""
+
+    def __init__(self, rng: random.Random, n: int, start: int, workers: int = 3):
+        self.trace_id = rng.getrandbits(128).to_bytes(16, "big").hex()
+        self.spans: list[dict] = []
+        ids = iter(range(1, 1 << 30))
+        sid = lambda: f"{n:08x}{next(ids):08x}"  # noqa: E731
+        t = start
+        root, lead = sid(), sid()
+        lead_events = []
+        children = []
+        for w in range(workers):
+            agent = sid()
+            name = f"worker{w}"
+            a0 = t + 1000 + w * 100
+            inner = []
+            for k in range(2):
+                c = sid()
+                inner.append(self._span(c, agent, f"chat model-{k}", a0 + k * 400, a0 + k * 400 + 150, [
+                    _kv("gen_ai.operation.name", "chat"), _kv("gen_ai.request.model", f"model-{k}"),
+                    _kv("gen_ai.provider.name", "openai"), _kv("gen_ai.usage.input_tokens", 120 + k),
+                    _kv("gen_ai.usage.output_tokens", 40 + k)]))
+                tl = sid()
+                inner.append(self._span(tl, agent, "execute_tool search", a0 + k * 400 + 200, a0 + k * 400 + 350, [
+                    _kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", "search"),
+                    _kv("gen_ai.tool.call.id", f"call-{n}-{w}-{k}"), _kv("orch.input.ref", f"b2:{n:x}{w}{k}")]))
+            children.extend(inner)
+            children.append(self._span(agent, lead, f"invoke_agent {name}", a0, a0 + 900, [
+                _kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", name),
+                _kv("orch.agent.spawned", True), _kv("orch.agent.role", "worker")]))
+            lead_events.append({"timeUnixNano": str(a0 - 10), "name": "orch.decision", "attributes": [
+                _kv("orch.decision", "delegate"), _kv("orch.targets", [name]), _kv("orch.options", ["worker0", "worker1", "worker2"])]})
+        end = t + 1000 + workers * 100 + 1000
+        lead_events.append({"timeUnixNano": str(end - 50), "name": "orch.decision",
+                            "attributes": [_kv("orch.decision", "stop"), _kv("orch.stop.reason", "end")]})
+        self.spans = children
+        self.spans.append(self._span(lead, root, "invoke_agent lead", t + 10, end - 10, [
+            _kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", "lead")], lead_events))
+        self.spans.append(self._span(root, None, "invoke_workflow bench", t, end, [
+            _kv("gen_ai.operation.name", "invoke_workflow"), _kv("gen_ai.workflow.name", "bench"),
+            _kv("orch.task.id", f"task-{n}"), _kv("orch.system", "custom")]))
+
+    def _span(self, span_id, parent, name, start, end, attrs, events=()):
+        s = {"traceId": self.trace_id, "spanId": span_id, "name": name, "kind": 1,
+             "startTimeUnixNano": str(T0 + start), "endTimeUnixNano": str(T0 + end), "attributes": attrs,
+             "status": {}, "flags": 256}
+        if parent:
+            s["parentSpanId"] = parent
+        if events:
+            s["events"] = list(events)
+        return s
+
+
+def generate(path: Path, spans: int, open_traces: int = 100, batch: int = 512, seed: int = 1) -> int:
+    """Write about ``spans`` spans of interleaved traces (``open_traces`` at once) as
+    OTLP JSON lines; returns the number of spans written."""
+    rng = random.Random(seed)
+    resource_ = {"attributes": [_kv("service.name", "bench"), _kv("telemetry.sdk.language", "python")]}
+    scope = {"name": "orch_otel", "version": "0.1.0"}
+    active: list[list] = []
+    n = written = 0
+    clock = 0
+    with open(path, "wb") as out:
+        line: list[dict] = []
+        while written < spans:
+            while len(active) < open_traces:
+                n += 1
+                clock += 500
+                active.append([_Trace(rng, n, clock).spans, 0])
+            k = rng.randrange(len(active))
+            trace = active[k]
+            line.append(trace[0][trace[1]])
+            trace[1] += 1
+            written += 1
+            if trace[1] == len(trace[0]):
+                active[k] = active[-1]
+                active.pop()
+            if len(line) == batch:
+                out.write(orjson.dumps({"resourceSpans": [{"resource": resource_, "scopeSpans": [{"scope": scope, "spans": line}]}]}) + b"\n")
+                line = []
+        for trace in active:  # finish every started trace, so each has its root
+            line.extend(trace[0][trace[1]:])
+            written += len(trace[0]) - trace[1]
+        if line:
+            out.write(orjson.dumps({"resourceSpans": [{"resource": resource_, "scopeSpans": [{"scope": scope, "spans": line}]}]}) + b"\n")
+    return written
+
+
+def parse_only(path: Path) -> float:
+    """CPU seconds to read and parse every line with orjson (CPU time: the cores are shared)."""
+    start = time.process_time()
+    with open(path, "rb") as f:
+        for line in f:
+            orjson.loads(line)
+    return time.process_time() - start
+
+
+def convert_once(path: Path, out: Path, check: bool) -> tuple[float, dict]:
+    from orch_otel.offline import Options, convert_inputs
+
+    start = time.process_time()
+    summary = convert_inputs([path], out, options=Options(check=check))
+    return time.process_time() - start, summary.as_dict()
+
+
+def _child(argv: list[str]) -> None:
+    """Subprocess: convert one file, print seconds, summary and peak RSS (KiB)."""
+    path, out, check = Path(argv[0]), Path(argv[1]), argv[2] == "1"
+    seconds, summary = convert_once(path, out, check)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(orjson.dumps({"seconds": seconds, "summary": summary, "rss_kib": rss}).decode())
+
+
+def _measure(path: Path, out: Path, check: bool) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_convert", "--child", str(path), str(out), "1" if check else "0"],
+                          capture_output=True, text=True, check=True)
+    return orjson.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", type=int, default=1_000_000, help="spans in the throughput file (default 1,000,000)")
+    parser.add_argument("--rss-spans", type=int, default=100_000, help="spans in the 1x RSS file (10x is ten times that)")
+    parser.add_argument("--open-traces", type=int, default=100, help="traces open at once in the generated logs")
+    parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child)
+        return 0
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        work = Path(tmp)
+        rows = []
+        src = work / "spans.json"
+        t = time.perf_counter()
+        n = generate(src, args.spans, args.open_traces)
+        size = src.stat().st_size
+        print(f"generated {n:,} spans ({size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+        parse = parse_only(src)
+        rows.append(("orjson parse only", n, parse, None, None))
+        for check in (False, True):
+            m = _measure(src, work / "out.jsonl", check)
+            rows.append((f"convert, local engine{' + validation' if check else ''}", n, m["seconds"], m["rss_kib"], m["summary"]))
+        src.unlink()
+        rss_rows = []
+        for factor in (1, 10):
+            path = work / f"rss{factor}.json"
+            k = generate(path, args.rss_spans * factor, args.open_traces, seed=factor)
+            m = _measure(path, work / f"rss{factor}.jsonl", False)
+            rss_rows.append((factor, k, path.stat().st_size, m["rss_kib"], m["summary"]["traces"]))
+            path.unlink()
+    print(f"\nInput: {n:,} spans, {size / 1e6:.0f} MB of OTLP JSON, {args.open_traces} traces open at once; "
+          f"{os.cpu_count()} CPU(s), Python {sys.version.split()[0]}.\n")
+    print("| run | spans per CPU-second | ratio to parse-only | peak RSS |")
+    print("|---|---:|---:|---:|")
+    for name, count, seconds, rss, _ in rows:
+        rate = count / seconds
+        ratio = rate / (n / parse)
+        print(f"| {name} | {rate:,.0f} | {ratio:.2f} | {'' if rss is None else f'{rss / 1024:.0f} MiB'} |")
+    print("\n| input | spans | size | traces | peak RSS |")
+    print("|---|---:|---:|---:|---:|")
+    for factor, count, nbytes, rss, traces in rss_rows:
+        print(f"| {factor}x | {count:,} | {nbytes / 1e6:.0f} MB | {traces:,} | {rss / 1024:.0f} MiB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

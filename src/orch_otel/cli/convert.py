@@ -1,0 +1,98 @@
+"""``orch-otel convert INPUT... -o OUT.jsonl``: production span logs -> replayable traces.
+
+Exit codes: 0 every record converted; 1 some records or spans were
+quarantined (see ``OUT.jsonl.quarantine``); 2 no usable input (no files, or
+no span could be read). Errors go to stderr as ``file:line: reason`` (or
+``file@offset: reason`` for length-prefixed files), the first ``--max-errors``
+of them; the quarantine file has all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ..offline.pipeline import Options, Summary, convert_inputs
+from ..offline.records import Problem
+
+
+def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: str | None = None,
+                quarantine: str | None = None, max_open_traces: int = 10_000, linger: int = 50_000,
+                max_spans_per_trace: int = 100_000, check: bool = False, max_errors: int = 100,
+                progress: bool | None = None) -> int:
+    err = Console(stderr=True, highlight=False)
+    shown = 0
+
+    def on_problem(problem: Problem) -> None:
+        nonlocal shown
+        shown += 1
+        if max_errors <= 0 or shown <= max_errors:
+            print(f"{problem.where}: {problem.reason}", file=sys.stderr)  # one line each, never wrapped
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                   console=err, transient=True, disable=not (err.is_terminal if progress is None else progress))
+    state: dict[str, object] = {"done": {}, "task": None}
+
+    def on_files(files: list[Path]) -> None:
+        total = sum(f.stat().st_size for f in files)
+        state["task"] = bar.add_task(f"converting {len(files)} file(s)", total=total or None)
+
+    def on_bytes(path: Path, n: int) -> None:
+        done = state["done"]
+        done[path] = n  # type: ignore[index]
+        bar.update(state["task"], completed=sum(done.values()))  # type: ignore[arg-type, union-attr]
+
+    options = Options(max_open_traces=max_open_traces, linger=linger, max_spans_per_trace=max_spans_per_trace, check=check)
+    try:
+        with bar:
+            summary = convert_inputs(inputs, out, engine=engine, address=address, options=options, quarantine=quarantine,
+                                     on_problem=on_problem, on_bytes=on_bytes, on_files=on_files)
+    except (ImportError, RuntimeError, ValueError, OSError) as exc:  # setup errors (no Ray, bad address, unwritable OUT)
+        print(f"orch-otel convert: {exc}", file=sys.stderr)
+        return 2
+    if max_errors > 0 and shown > max_errors:
+        print(f"... {shown - max_errors} more problem(s); all are in the quarantine file", file=sys.stderr)
+    for warning in summary.warnings[:max_errors if max_errors > 0 else None]:
+        print(f"warning: {warning}", file=sys.stderr)
+    _print_summary(Console(highlight=False), summary, out, quarantine)
+    return summary.exit_code
+
+
+def _print_summary(console: Console, s: Summary, out: str, quarantine: str | None) -> None:
+    from ..offline.pipeline import quarantine_path
+
+    q = quarantine or str(quarantine_path(Path(out)))
+    console.print(
+        f"{s.traces} trace(s) ({s.incomplete} incomplete) from {s.spans} span(s) in {s.files} file(s) -> {out}\n"
+        f"duplicates dropped: {s.duplicates}; quarantined: {s.quarantined_spans} span(s) "
+        f"(late {s.late}, conflicting {s.conflicts}, in {s.failed_traces} unconvertible trace(s)) "
+        f"and {s.bad_records} bad record(s)" + (f" -> {q}" if s.quarantined_spans or s.bad_records else ""),
+        soft_wrap=True, markup=False,
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("convert", help="convert OTLP log files or span dumps into replayable traces",
+                       description="Convert OTLP JSON lines, length-prefixed OTLP protobuf (zstd or not) and span dumps "
+                       "into replayable traces. Exit codes: 0 ok, 1 some records quarantined, 2 no usable input.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, or directories searched for log files")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="trace file to write (content store beside it)")
+    p.add_argument("--engine", choices=["local", "ray"], default="local", help="local streaming (default) or Ray Data")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--quarantine", default=None, help="where bad records go (default: OUT.jsonl.quarantine)")
+    p.add_argument("--max-open-traces", type=int, default=10_000, help="local engine: traces held open at once (default 10000)")
+    p.add_argument("--linger", type=int, default=50_000,
+                   help="local engine: spans to wait after a trace's root before writing it (default 50000)")
+    p.add_argument("--max-spans-per-trace", type=int, default=100_000, help="local engine: spans held per trace (default 100000)")
+    p.add_argument("--check", action="store_true", help="validate each trace (schema + contract); invalid ones are quarantined")
+    p.add_argument("--max-errors", type=int, default=100, help="problems printed to stderr (0: all; default 100)")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_convert(args.inputs, args.output, engine=args.engine, address=args.address, quarantine=args.quarantine,
+                       max_open_traces=args.max_open_traces, linger=args.linger,
+                       max_spans_per_trace=args.max_spans_per_trace, check=args.check, max_errors=args.max_errors)

@@ -1,0 +1,266 @@
+"""Fast path for OTLP JSON (``TracesData`` as the Collector's ``file`` exporter
+writes it): walks the ``orjson``-parsed object and builds span records directly.
+
+Accepted as the Collector writes it and as the proto3 JSON mapping allows:
+hex ids (base64 ids too), enums as integers (or their names), 64-bit integers
+as decimal strings or numbers, ``bytesValue`` as base64, unknown fields
+ignored. A span with a wrong-typed field becomes a :class:`Problem` with its
+JSON path; the other spans of the line are kept. ``tests/test_offline_readers.py``
+checks this path against ``google.protobuf.json_format`` decoding.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any
+
+from ..spans import EventRecord, LinkRecord, SpanRecord
+from .records import KINDS, BadField, Chunk, Problem, _short, span_id_of, trace_id_of, uint_of
+
+_STATUS = {0: "unset", 1: "ok", 2: "error",
+           "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
+_KIND = {**dict(enumerate(KINDS)), **{f"SPAN_KIND_{k.upper()}": k for k in KINDS}, "SPAN_KIND_UNSPECIFIED": "internal"}
+_IS_REMOTE = 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
+_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _int(x: Any) -> int:
+    t = type(x)
+    if t is int:
+        return x
+    if t is str:
+        body = x[1:] if x[:1] == "-" else x
+        if body.isascii() and body.isdigit():
+            return int(x)
+    raise BadField(f"intValue: expected an integer, got {_short(x)}")
+
+
+def _double(x: Any) -> float:
+    t = type(x)
+    if t is float or t is int:
+        return float(x)
+    if t is str:
+        if x in _DOUBLES:
+            return _DOUBLES[x]
+        try:
+            return float(x)
+        except ValueError:
+            pass
+    raise BadField(f"doubleValue: expected a number, got {_short(x)}")
+
+
+def _bool(x: Any) -> bool:
+    if type(x) is bool:
+        return x
+    raise BadField(f"boolValue: expected true or false, got {_short(x)}")
+
+
+def _string(x: Any) -> str:
+    if type(x) is str:
+        return x
+    raise BadField(f"stringValue: expected a string, got {_short(x)}")
+
+
+def _bytes(x: Any) -> str:
+    if type(x) is str:
+        try:
+            return base64.b64encode(base64.b64decode(x + "=" * (-len(x) % 4), altchars=b"-_" if "-" in x or "_" in x else None,
+                                                     validate=True)).decode("ascii")
+        except (ValueError, binascii.Error):
+            pass
+    raise BadField(f"bytesValue: expected base64 text, got {_short(x)}")
+
+
+def _array(x: Any) -> tuple:
+    if type(x) is not dict:
+        raise BadField("arrayValue: expected an object")
+    values = x.get("values") or ()
+    if type(values) is not list and values != ():
+        raise BadField("arrayValue.values: expected a list")
+    return tuple(any_value(v) for v in values)
+
+
+def _kvlist(x: Any) -> dict:
+    if type(x) is not dict:
+        raise BadField("kvlistValue: expected an object")
+    return attributes(x.get("values"))
+
+
+_ANY = {"stringValue": _string, "intValue": _int, "boolValue": _bool, "doubleValue": _double,
+        "arrayValue": _array, "kvlistValue": _kvlist, "bytesValue": _bytes}
+
+
+def any_value(v: Any) -> Any:
+    """An OTLP ``AnyValue`` object as a Python value (arrays as tuples, kvlists as dicts)."""
+    if type(v) is not dict:
+        raise BadField(f"attribute value: expected an object, got {_short(v)}")
+    for key, x in v.items():
+        conv = _ANY.get(key)
+        if conv is not None:
+            return conv(x)
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    if not items:
+        return {}
+    if type(items) is not list:
+        raise BadField("attributes: expected a list")
+    out: dict[str, Any] = {}
+    for kv in items:
+        if type(kv) is not dict:
+            raise BadField("attributes: expected objects with key and value")
+        key = kv.get("key", "")  # proto3 JSON omits default (empty) values
+        if type(key) is not str:
+            raise BadField(f"attributes: key must be a string, got {_short(key)}")
+        value = kv.get("value")
+        if type(value) is dict and len(value) == 1:  # fast path for the common scalar values
+            x = value.get("stringValue")
+            if type(x) is str:
+                out[key] = x
+                continue
+            x = value.get("intValue")
+            if type(x) is str and x.isascii() and x.isdigit():
+                out[key] = int(x)
+                continue
+            x = value.get("boolValue")
+            if type(x) is bool:
+                out[key] = x
+                continue
+        out[key] = None if value is None else any_value(value)
+    return out
+
+
+def _text(span: dict, key: str) -> str:
+    value = span.get(key)
+    if value is None:
+        return ""
+    if type(value) is not str:
+        raise BadField(f"{key}: expected a string, got {_short(value)}")
+    return value
+
+
+def _events(items: Any) -> tuple[EventRecord, ...]:
+    if not items:
+        return ()
+    if type(items) is not list:
+        raise BadField("events: expected a list")
+    out = []
+    for e in items:
+        if type(e) is not dict:
+            raise BadField("events: expected objects")
+        out.append(EventRecord(_text(e, "name"), uint_of(e.get("timeUnixNano", 0), "events.timeUnixNano"),
+                               attributes(e.get("attributes"))))
+    return tuple(out)
+
+
+def _links(items: Any) -> tuple[LinkRecord, ...]:
+    if not items:
+        return ()
+    if type(items) is not list:
+        raise BadField("links: expected a list")
+    out = []
+    for link in items:
+        if type(link) is not dict:
+            raise BadField("links: expected objects")
+        out.append(LinkRecord(trace_id_of(link.get("traceId"), "links.traceId"),
+                              span_id_of(link.get("spanId"), "links.spanId"), attributes(link.get("attributes"))))
+    return tuple(out)
+
+
+def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
+    """One OTLP JSON span object as a span record."""
+    if type(s) is not dict:
+        raise BadField(f"span: expected an object, got {_short(s)}")
+    parent = s.get("parentSpanId")
+    parent_id = span_id_of(parent, "parentSpanId") if parent else None
+    start = uint_of(s.get("startTimeUnixNano", 0), "startTimeUnixNano")
+    end = uint_of(s.get("endTimeUnixNano", 0), "endTimeUnixNano") or start
+    if end < start:
+        raise BadField("endTimeUnixNano: before startTimeUnixNano")
+    status = s.get("status")
+    code, message = "unset", ""
+    if status:
+        if type(status) is not dict:
+            raise BadField("status: expected an object")
+        code = _STATUS.get(status.get("code", 0))
+        if code is None:
+            raise BadField(f"status.code: expected 0, 1 or 2, got {_short(status.get('code'))}")
+        message = _text(status, "message")
+    kind = _KIND.get(s.get("kind", 0))
+    if kind is None:
+        raise BadField(f"kind: expected a SpanKind (0-5), got {_short(s.get('kind'))}")
+    flags = s.get("flags", 0)
+    if type(flags) is not int:
+        raise BadField(f"flags: expected an integer, got {_short(flags)}")
+    return SpanRecord(
+        trace_id_of(s.get("traceId")),
+        span_id_of(s.get("spanId")),
+        parent_id,
+        _text(s, "name"),
+        start,
+        end,
+        code,
+        message,
+        attributes(s.get("attributes")),
+        _events(s.get("events")),
+        _links(s.get("links")),
+        resource,
+        parent_id is not None and bool(flags & _IS_REMOTE),
+        kind,
+        scope,
+    )
+
+
+def _items(obj: dict, key: str, path: str) -> list:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise BadField(f"{path}.{key}: expected a list")
+    return value
+
+
+def decode_traces_data(obj: Any, chunk: Chunk) -> None:
+    """Add the spans (and problems) of one OTLP JSON ``TracesData`` object to ``chunk``."""
+    spans, problems, where = chunk.spans, chunk.problems, chunk.where
+    try:
+        resource_spans = _items(obj, "resourceSpans", "")
+    except BadField as exc:
+        problems.append(Problem(where, str(exc), obj))
+        return
+    for r, rs in enumerate(resource_spans):
+        path = f"resourceSpans[{r}]"
+        try:
+            if type(rs) is not dict:
+                raise BadField(f"{path}: expected an object")
+            res = rs.get("resource") or {}
+            if type(res) is not dict:
+                raise BadField(f"{path}.resource: expected an object")
+            resource = attributes(res.get("attributes"))
+            scope_spans = _items(rs, "scopeSpans", path)
+            if "instrumentationLibrarySpans" in rs and not scope_spans:  # pre-1.0 OTLP name
+                scope_spans = _items(rs, "instrumentationLibrarySpans", path)
+        except BadField as exc:
+            problems.append(Problem(where, f"{path}: {exc}" if not str(exc).startswith(path) else str(exc), rs))
+            continue
+        for c, ss in enumerate(scope_spans):
+            spath = f"{path}.scopeSpans[{c}]"
+            try:
+                if type(ss) is not dict:
+                    raise BadField(f"{spath}: expected an object")
+                items = _items(ss, "spans", spath)
+                scope = ss.get("scope") or {}
+                scope_name = scope.get("name", "") if type(scope) is dict else None
+                if type(scope_name) is not str:
+                    raise BadField(f"{spath}.scope: expected an object with a string name")
+            except BadField as exc:
+                problems.append(Problem(where, str(exc), ss))
+                continue
+            for k, s in enumerate(items):
+                try:
+                    spans.append(span_of(s, resource, scope_name))
+                except BadField as exc:
+                    problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True))

@@ -1,0 +1,284 @@
+"""``orch-otel convert``'s engine-independent parts and its local engine:
+read -> assemble -> convert -> write, with bad input quarantined, never fatal.
+
+Outputs, for ``-o OUT.jsonl``:
+
+* ``OUT.jsonl``: one replayable trace per line;
+* ``<OUT dir>/content/content-<OUT stem>.jsonl``: captured contents, the
+  layout :func:`orch_otel.tracefiles.load_contents` reads;
+* ``OUT.jsonl.quarantine`` (only when something was quarantined): one JSON
+  object per bad record or unusable span: ``where`` (``file:line`` or
+  ``file@offset``, or ``trace <id>``), ``reason``, ``kind`` (``record`` or
+  ``span``) and ``raw`` (the input as read) or ``span`` (a span-dump record).
+
+Balance: ``spans == converted_spans + quarantined_spans + duplicates``; bad
+records whose spans cannot be counted (malformed lines, truncated messages)
+are counted in ``bad_records``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from ..converter import convert
+from ..spans import SpanRecord
+from .assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
+from .readers import input_files, read_file
+from .records import Problem
+
+EXIT_OK, EXIT_QUARANTINED, EXIT_NO_INPUT = 0, 1, 2
+
+
+@dataclass
+class Options:
+    max_open_traces: int = 10_000
+    linger: int = 50_000
+    max_spans_per_trace: int = 100_000
+    remember_closed: int = 10_000
+    check: bool = False  # validate each trace against the schema and contract; invalid -> quarantine
+
+
+@dataclass
+class Summary:
+    files: int = 0
+    spans: int = 0  # span objects read, usable or not
+    traces: int = 0  # traces written
+    incomplete: int = 0  # of those, written with stop reason "incomplete"
+    converted_spans: int = 0
+    duplicates: int = 0  # identical copies dropped
+    quarantined_spans: int = 0
+    bad_records: int = 0  # quarantined lines/messages/files that are not single spans
+    late: int = 0
+    conflicts: int = 0
+    failed_traces: int = 0  # traces whose spans were quarantined because conversion failed
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.spans == 0 and self.traces == 0:
+            return EXIT_NO_INPUT
+        return EXIT_QUARANTINED if (self.quarantined_spans or self.bad_records) else EXIT_OK
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "warnings"}
+
+
+def quarantine_path(out: Path) -> Path:
+    return out.with_name(out.name + ".quarantine")
+
+
+def content_path(out: Path) -> Path:
+    return out.parent / "content" / f"content-{out.stem}.jsonl"
+
+
+class Outputs:
+    """Writes traces, contents and quarantined records for one ``OUT``."""
+
+    def __init__(self, out: Path, quarantine: Path | None = None, *,
+                 on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000):
+        self.out = out
+        self.quarantine = quarantine or quarantine_path(out)
+        self.contents = content_path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for stale in (self.quarantine, self.contents):
+            if stale.exists():
+                stale.unlink()
+        self._traces: IO[bytes] = open(out, "wb")
+        self._q: IO[bytes] | None = None
+        self._c: IO[bytes] | None = None
+        self._refs: dict[str, None] = {}
+        self._max_refs = max_remembered_refs
+        self.on_problem = on_problem
+
+    def paths(self) -> set[Path]:
+        return {p.resolve() for p in (self.out, self.quarantine, self.contents)}
+
+    def trace(self, line: bytes, contents: dict[str, str]) -> None:
+        if contents:
+            lines = []
+            for ref, text in contents.items():
+                if ref in self._refs:
+                    continue
+                self._refs[ref] = None
+                if len(self._refs) > self._max_refs:
+                    del self._refs[next(iter(self._refs))]
+                lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
+            if lines:
+                if self._c is None:
+                    self.contents.parent.mkdir(parents=True, exist_ok=True)
+                    self._c = open(self.contents, "wb")
+                self._c.write(b"".join(lines))
+        self._traces.write(line)
+
+    def problem(self, problem: Problem, summary: Summary) -> None:
+        self.quarantine_line(orjson.dumps(problem.to_json(), default=_fallback), problem.is_span, summary)
+        if self.on_problem is not None:
+            self.on_problem(problem)
+
+    def quarantine_line(self, line: bytes, is_span: bool, summary: Summary) -> None:
+        """Write one quarantine record (JSON, without the newline) and count it."""
+        if is_span:
+            summary.quarantined_spans += 1
+        else:
+            summary.bad_records += 1
+        if self._q is None:
+            self._q = open(self.quarantine, "wb")
+        self._q.write(line + b"\n")
+
+    def close(self) -> None:
+        for handle in (self._traces, self._q, self._c):
+            if handle is not None:
+                handle.close()
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return repr(value)
+
+
+@dataclass
+class Converted:
+    """One trace's outcome: a JSON line to write, or problems to quarantine."""
+
+    trace_id: str
+    line: bytes | None = None
+    contents: dict[str, str] = field(default_factory=dict)
+    spans: int = 0
+    incomplete: bool = False
+    problems: list[Problem] = field(default_factory=list)
+    warning: str | None = None
+
+
+def parent_cycle(spans: dict[str, SpanRecord]) -> str | None:
+    """A span id on a cycle of parent links, or None."""
+    done: set[str] = set()
+    for start in spans:
+        path: set[str] = set()
+        cur: str | None = start
+        while cur is not None and cur in spans and cur not in done:
+            if cur in path:
+                return cur
+            path.add(cur)
+            span = spans[cur]
+            cur = None if span.parent_is_remote else span.parent_id
+        done |= path
+    return None
+
+
+def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, check: bool) -> Converted:
+    """Convert one assembled trace; never raises (a failure quarantines its spans)."""
+    result = Converted(trace_id, spans=len(spans))
+    cycle = parent_cycle(spans)
+    if cycle is not None:
+        result.warning = f"trace {trace_id}: parent links form a cycle through span {cycle}; written as incomplete"
+    try:
+        conversion = convert(spans.values(), complete=complete)
+        trace = conversion.trace
+        if check:
+            from ..validation import trace_errors
+
+            errors = trace_errors(trace)
+            if errors:
+                raise ValueError(f"invalid trace: {errors[0]}")
+        result.line = orjson.dumps(trace) + b"\n"
+    except Exception as exc:  # one bad trace never stops the run
+        reason = f"trace could not be converted: {type(exc).__name__}: {exc}"
+        result.problems = [Problem(f"trace {trace_id}", reason, span=s, is_span=True) for s in spans.values()]
+        return result
+    result.contents = conversion.contents
+    result.incomplete = any(e.get("reason") == "incomplete" and e.get("decision") == "stop" for e in trace["events"])
+    return result
+
+
+def record_converted(result: Converted, outputs: Outputs, summary: Summary) -> None:
+    if result.warning:
+        summary.warnings.append(result.warning)
+    if result.line is None:
+        summary.failed_traces += 1
+        for problem in result.problems:
+            outputs.problem(problem, summary)
+        return
+    outputs.trace(result.line, result.contents)
+    summary.traces += 1
+    summary.converted_spans += result.spans
+    summary.incomplete += result.incomplete
+
+
+def run_local(files: Iterable[Path], outputs: Outputs, options: Options, summary: Summary,
+              on_bytes: Callable[[Path, int], None] | None = None) -> None:
+    asm = StreamAssembler(max_open_traces=options.max_open_traces, linger=options.linger,
+                          max_spans_per_trace=options.max_spans_per_trace, remember_closed=options.remember_closed)
+    add, released, check = asm.add, asm.released, options.check
+
+    def flush() -> None:
+        for r in released:
+            record_converted(convert_one(r.trace_id, r.spans, r.complete, check), outputs, summary)
+        released.clear()
+
+    for path in files:
+        summary.files += 1
+        callback = (lambda n, p=path: on_bytes(p, n)) if on_bytes is not None else None
+        for chunk in read_file(path, callback):
+            for problem in chunk.problems:
+                summary.spans += problem.is_span
+                outputs.problem(problem, summary)
+            summary.spans += len(chunk.spans)
+            for span in chunk.spans:
+                outcome = add(span)
+                if outcome:
+                    _unadded(outcome, span, chunk.where, outputs, summary)
+            if released:
+                flush()
+    asm.drain()
+    flush()
+
+
+def _unadded(outcome: int, span: SpanRecord, where: str, outputs: Outputs, summary: Summary) -> None:
+    if outcome == DUPLICATE:
+        summary.duplicates += 1
+    elif outcome == CONFLICT:
+        summary.conflicts += 1
+        outputs.problem(Problem(where, f"duplicate span id {span.span_id} with different content (first copy kept)",
+                                span=span, is_span=True), summary)
+    elif outcome == LATE:
+        summary.late += 1
+        outputs.problem(Problem(where, f"late span: trace {span.trace_id} was already written "
+                                "(raise --linger, or use --engine ray for exact grouping)", span=span, is_span=True), summary)
+
+
+def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], *, engine: str = "local",
+                   address: str | None = None, options: Options | None = None, quarantine: str | None = None,
+                   on_problem: Callable[[Problem], None] | None = None,
+                   on_bytes: Callable[[Path, int], None] | None = None,
+                   on_files: Callable[[list[Path]], None] | None = None) -> Summary:
+    """Convert log files (or directories of them) into ``out``; see the module doc."""
+    options = options or Options()
+    summary = Summary()
+    out_path = Path(out)
+    outputs = Outputs(out_path, Path(quarantine) if quarantine else None, on_problem=on_problem)
+    try:
+        files, missing = input_files(inputs)
+        own = outputs.paths()
+        files = [f for f in files if f.resolve() not in own]
+        for path in missing:
+            outputs.problem(Problem(str(path), "no such file or directory"), summary)
+        if on_files is not None:
+            on_files(files)
+        if engine == "ray":
+            from .ray_engine import run_ray
+
+            run_ray(files, outputs, options, summary, address=address)
+        elif engine == "local":
+            run_local(files, outputs, options, summary, on_bytes)
+        else:
+            raise ValueError(f"unknown engine {engine!r} (local or ray)")
+    finally:
+        outputs.close()
+    return summary

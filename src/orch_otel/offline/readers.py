@@ -1,0 +1,181 @@
+"""Read span records from files, whatever their format.
+
+Per file, after undoing whole-file zstd compression (magic bytes ``28 b5 2f fd``
+or a ``.zst`` / ``.zstd`` suffix):
+
+* a first byte of ``{`` or whitespace means **JSON lines**: each line is an
+  OTLP ``TracesData`` object (Collector ``file`` exporter, ``format: json``) or
+  a span-dump record (:mod:`orch_otel.offline.records`), told apart per line;
+* anything else means **length-prefixed messages** (Collector ``format: proto``,
+  or any format with ``compression: zstd``): a 4-byte big-endian length, then
+  the message, itself zstd-compressed when it starts with the zstd magic, and
+  then either OTLP protobuf or OTLP JSON.
+
+Problems are located as ``file:line`` (JSON lines) or ``file@offset`` (byte
+offset of a message's length prefix, in the decompressed stream for whole-file
+zstd). A truncated message ends its file: nothing after it can be framed.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from .otlp_json import decode_traces_data
+from .otlp_proto import decode_message
+from .records import BadField, Chunk, Problem, from_dump
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_SUFFIXES = (".zst", ".zstd")
+INPUT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp", ".bin", ".spans"})
+MAX_MESSAGE_BYTES = 1 << 30
+_PROGRESS_EVERY = 512
+
+
+def input_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[Path]]:
+    """(files to read, paths that do not exist). Directories are searched
+    recursively for files with an input suffix (optionally + ``.zst``),
+    skipping hidden files; named files are always read."""
+    found: list[Path] = []
+    missing: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for p in sorted(path.rglob("*")):
+                rel = p.relative_to(path).parts
+                if not p.is_file() or any(part.startswith(".") for part in rel):
+                    continue
+                name = p.name[: -len(p.suffix)] if p.suffix in ZSTD_SUFFIXES else p.name
+                if Path(name).suffix in INPUT_SUFFIXES:
+                    found.append(p)
+        elif path.is_file():
+            found.append(path)
+        else:
+            missing.append(path)
+    return found, missing
+
+
+def read_file(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[Chunk]:
+    """Every line or message of ``path`` as a chunk of spans and problems.
+    ``on_bytes`` gets the number of (compressed) bytes read so far, now and then."""
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        yield Chunk(str(path), problems=[Problem(str(path), f"cannot read: {exc.strerror or exc}")])
+        return
+    with raw:
+        stream: IO[bytes] = raw
+        if raw.peek(4)[:4] == ZSTD_MAGIC or path.suffix in ZSTD_SUFFIXES:
+            import zstandard
+
+            stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
+                                       buffer_size=1 << 20)
+        chunks = _lines(path, stream) if _is_json(stream) else _messages(path, stream)
+        n = 0
+        try:
+            for chunk in chunks:
+                yield chunk
+                n += 1
+                if on_bytes is not None and n % _PROGRESS_EVERY == 0:
+                    on_bytes(raw.tell())
+        except Exception as exc:  # corrupt compressed stream, I/O error: report, keep what was read
+            yield Chunk(str(path), problems=[Problem(f"{path}", f"stopped reading after {n} record(s): "
+                                                     f"{type(exc).__name__}: {exc}")])
+        if on_bytes is not None:
+            on_bytes(os.fstat(raw.fileno()).st_size)
+
+
+def _is_json(stream: IO[bytes]) -> bool:
+    try:
+        head = stream.peek(1)[:1]  # type: ignore[attr-defined]
+    except Exception:
+        return True  # let the line reader report the error
+    return head in (b"{", b"[", b" ", b"\t", b"\n", b"\r", b"")
+
+
+def decode_json(value: object, chunk: Chunk) -> None:
+    """Dispatch one parsed JSON object: OTLP ``TracesData`` or a span-dump record."""
+    if type(value) is not dict:
+        chunk.problems.append(Problem(chunk.where, f"expected a JSON object, got {type(value).__name__}", value))
+    elif "resourceSpans" in value:
+        decode_traces_data(value, chunk)
+    elif "span_id" in value:
+        try:
+            chunk.spans.append(from_dump(value))
+        except BadField as exc:
+            chunk.problems.append(Problem(chunk.where, f"span dump: {exc}", value, is_span=True))
+    else:
+        chunk.problems.append(Problem(chunk.where, "neither an OTLP TracesData object (resourceSpans) nor a span dump record",
+                                      value))
+
+
+def _lines(path: Path, stream: IO[bytes]) -> Iterator[Chunk]:
+    name = str(path)
+    loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
+    for lineno, line in enumerate(stream, start=1):
+        if len(line) < 4 and not line.strip():
+            continue
+        chunk = Chunk(f"{name}:{lineno}")
+        try:
+            value = loads(line)
+        except JSONDecodeError as exc:
+            chunk.problems.append(Problem(chunk.where, f"malformed JSON: {exc}", line.decode("utf-8", "replace").rstrip("\n")))
+        else:
+            decode_json(value, chunk)
+        yield chunk
+
+
+def _messages(path: Path, stream: IO[bytes]) -> Iterator[Chunk]:
+    offset = 0
+    while True:
+        head = stream.read(4)
+        if not head:
+            return
+        where = f"{path}@{offset}"
+        if len(head) < 4:
+            yield Chunk(where, problems=[Problem(where, f"truncated length prefix ({len(head)} of 4 bytes)", _b64(head))])
+            return
+        size = int.from_bytes(head, "big")
+        if size > MAX_MESSAGE_BYTES:
+            yield Chunk(where, problems=[Problem(where, f"implausible message length {size}: not a length-prefixed "
+                                                 "OTLP file, or corrupt; the rest of the file is skipped", _b64(head))])
+            return
+        payload = stream.read(size)
+        if len(payload) < size:
+            yield Chunk(where, problems=[Problem(where, f"truncated message: {len(payload)} of {size} bytes", _b64(payload))])
+            return
+        offset += 4 + size
+        yield decode_payload(payload, where)
+
+
+def decode_payload(payload: bytes, where: str) -> Chunk:
+    """One length-prefixed message: optionally zstd, then OTLP JSON or OTLP protobuf."""
+    chunk = Chunk(where)
+    if payload[:4] == ZSTD_MAGIC:
+        import zstandard
+
+        try:
+            payload = zstandard.ZstdDecompressor().decompressobj().decompress(payload)
+        except zstandard.ZstdError as exc:
+            chunk.problems.append(Problem(where, f"corrupt zstd message: {exc}", _b64(payload)))
+            return chunk
+    if payload[:1] == b"{":
+        try:
+            value = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            chunk.problems.append(Problem(where, f"malformed JSON message: {exc}", payload.decode("utf-8", "replace")))
+            return chunk
+        decode_json(value, chunk)
+    else:
+        decode_message(payload, chunk)
+    return chunk
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")

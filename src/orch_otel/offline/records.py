@@ -1,0 +1,219 @@
+"""What the readers hand the pipeline: span records plus problems, one chunk per
+input line (JSON) or message (protobuf), and the span dump format.
+
+The span dump format (written by :class:`orch_otel.exporters.span_dump.SpanDumpExporter`,
+and by the durable spool) is :func:`orch_otel.spans.record_to_dict` as one JSON
+object per line::
+
+    {"trace_id": "<32 hex>", "span_id": "<16 hex>", "parent_id": "<16 hex>"|null,
+     "parent_is_remote": false, "name": "...", "start_ns": 1, "end_ns": 2,
+     "status": "unset"|"ok"|"error", "status_message": "", "kind": "internal", "scope": "orch_otel",
+     "attributes": {...}, "events": [[name, time_ns, {attributes}]],
+     "links": [[trace_id, span_id, {attributes}]], "resource": {...}}
+
+Attribute values are JSON values; arrays read back as tuples (as the SDK holds
+them). :func:`from_dump` is the strict reader: every field is type-checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..spans import EventRecord, LinkRecord, SpanRecord, record_to_dict
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}\Z")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}\Z")
+_ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
+_STATUSES = frozenset({"unset", "ok", "error"})
+KINDS = ("internal", "internal", "server", "client", "producer", "consumer")  # by OTLP SpanKind number
+
+
+class BadField(ValueError):
+    """A field of a record has the wrong type or value; the message says which."""
+
+
+@dataclass
+class Problem:
+    """A record that could not be used, and why. ``where`` is ``file:line`` or
+    ``file@byte-offset``; ``raw`` is JSON-ready (text, object, or base64 bytes)."""
+
+    where: str
+    reason: str
+    raw: Any = None
+    span: SpanRecord | None = None  # a decoded span that could not be used (late, conflicting, unconvertible)
+    is_span: bool = False  # True when this problem is one span (counted in the span balance)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"where": self.where, "reason": self.reason, "kind": "span" if self.is_span else "record"}
+        if self.span is not None:
+            out["span"] = to_dump(self.span)
+        elif self.raw is not None:
+            out["raw"] = self.raw
+        return out
+
+
+@dataclass
+class Chunk:
+    """The spans and problems of one input line or message."""
+
+    where: str
+    spans: list[SpanRecord] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+# -- ids and numbers shared by the JSON readers ---------------------------------------------
+
+
+def trace_id_of(value: Any, what: str = "traceId") -> str:
+    if type(value) is str:
+        if len(value) == 32:
+            v = value.lower()
+            if _TRACE_ID.match(v) and v != _ZERO_TRACE:
+                return v
+        elif len(value) == 24:  # base64 of 16 bytes (proto3 canonical JSON)
+            return _b64_id(value, 16, what)
+    raise BadField(f"{what}: expected 32 hex digits (not all zero), got {_short(value)}")
+
+
+def span_id_of(value: Any, what: str = "spanId") -> str:
+    if type(value) is str:
+        if len(value) == 16:
+            v = value.lower()
+            if _SPAN_ID.match(v) and v != _ZERO_SPAN:
+                return v
+        elif len(value) == 12:  # base64 of 8 bytes
+            return _b64_id(value, 8, what)
+    raise BadField(f"{what}: expected 16 hex digits (not all zero), got {_short(value)}")
+
+
+def _b64_id(value: str, size: int, what: str) -> str:
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except ValueError:
+        raw = b""
+    if len(raw) != size or not any(raw):
+        raise BadField(f"{what}: expected {size * 2} hex digits, got {_short(value)}")
+    return raw.hex()
+
+
+def uint_of(value: Any, what: str) -> int:
+    t = type(value)
+    if t is int and value >= 0:
+        return value
+    if t is str and value.isascii() and value.isdigit():
+        return int(value)
+    raise BadField(f"{what}: expected a non-negative integer, got {_short(value)}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- span dump format ----------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _attrs_out(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): _jsonable(v) for k, v in attrs.items()}
+
+
+def to_dump(span: SpanRecord) -> dict[str, Any]:
+    """A span record as a span-dump JSON object (:func:`orch_otel.spans.record_to_dict`, bytes as base64)."""
+    data = record_to_dict(span)
+    for key in ("attributes", "resource"):
+        data[key] = _attrs_out(data[key])
+    data["events"] = [[n, t, _attrs_out(a)] for n, t, a in data["events"]]
+    data["links"] = [[t, s, _attrs_out(a)] for t, s, a in data["links"]]
+    return data
+
+
+def _attrs_in(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise BadField(f"{what}: expected an object")
+    return {k: (tuple(v) if type(v) is list else v) for k, v in value.items()}
+
+
+def _str(obj: dict, key: str, default: str = "") -> str:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if type(value) is not str:
+        raise BadField(f"{key}: expected a string, got {_short(value)}")
+    return value
+
+
+def _list(obj: dict, key: str) -> list:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise BadField(f"{key}: expected a list")
+    return value
+
+
+def _triple(item: Any, what: str) -> tuple[Any, Any, Any]:
+    if type(item) is not list or len(item) != 3:
+        raise BadField(f"{what}: expected [name or ids..., attributes] (3 items)")
+    return item[0], item[1], item[2]
+
+
+def from_dump(obj: dict[str, Any]) -> SpanRecord:
+    """Parse one span-dump object; raises :class:`BadField` saying what is wrong."""
+    parent = obj.get("parent_id")
+    start = uint_of(obj.get("start_ns"), "start_ns")
+    end = uint_of(obj.get("end_ns", start), "end_ns")
+    if end < start:
+        raise BadField("end_ns: before start_ns")
+    status = _str(obj, "status", "unset")
+    if status not in _STATUSES:
+        raise BadField(f"status: expected unset, ok or error, got {_short(status)}")
+    kind = _str(obj, "kind", "internal")
+    if kind not in KINDS:
+        raise BadField(f"kind: expected one of {', '.join(KINDS[1:])}, got {_short(kind)}")
+    remote = obj.get("parent_is_remote", False)
+    if type(remote) is not bool:
+        raise BadField("parent_is_remote: expected true or false")
+    events = []
+    for i, item in enumerate(_list(obj, "events")):
+        name, time_ns, attrs = _triple(item, f"events[{i}]")
+        if type(name) is not str:
+            raise BadField(f"events[{i}]: name must be a string")
+        events.append(EventRecord(name, uint_of(time_ns, f"events[{i}] time"), _attrs_in(attrs, f"events[{i}] attributes")))
+    links = []
+    for i, item in enumerate(_list(obj, "links")):
+        link_trace, link_span, attrs = _triple(item, f"links[{i}]")
+        links.append(LinkRecord(trace_id_of(link_trace, f"links[{i}] trace id"), span_id_of(link_span, f"links[{i}] span id"),
+                                _attrs_in(attrs, f"links[{i}] attributes")))
+    return SpanRecord(
+        trace_id=trace_id_of(obj.get("trace_id"), "trace_id"),
+        span_id=span_id_of(obj.get("span_id"), "span_id"),
+        parent_id=None if parent is None else span_id_of(parent, "parent_id"),
+        parent_is_remote=remote and parent is not None,
+        name=_str(obj, "name"),
+        start_ns=start,
+        end_ns=end,
+        status=status,
+        status_message=_str(obj, "status_message"),
+        attributes=_attrs_in(obj.get("attributes"), "attributes"),
+        events=tuple(events),
+        links=tuple(links),
+        resource=_attrs_in(obj.get("resource"), "resource"),
+        kind=kind,
+        scope=_str(obj, "scope"),
+    )
