@@ -1,0 +1,104 @@
+"""``orch-otel dataset``: turn trace files into a training dataset view."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..tracefiles import trace_files
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from ..datasets import ENGINES, FORMATS, STRATEGIES, VIEWS
+
+    p = sub.add_parser(
+        "dataset",
+        help="write a training dataset (decisions, turns, chat, triplets or traces) from trace files",
+        description="Turn replayable traces into a training dataset. Guide: docs/datasets.md.",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="trace files (*.jsonl) or directories of them")
+    p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder to write the dataset into")
+    p.add_argument("--view", required=True, choices=VIEWS, help="which rows to build")
+    p.add_argument("--format", default="jsonl", choices=FORMATS, help="jsonl (default), parquet, or hf (save_to_disk)")
+    p.add_argument("--engine", default="local", choices=ENGINES, help="local (default, streaming) or ray (Ray Data)")
+    p.add_argument("--outcomes", metavar="FILE", help="JSONL or CSV outcomes keyed by trace_id or task_id")
+    p.add_argument("--allow-unknown-outcomes", action="store_true",
+                   help="write the dataset even if outcome rows match no trace read")
+    p.add_argument("--reward", metavar="SPEC",
+                   help="the reward column as NAME[=WEIGHT],... over rewards and metrics (default: see docs)")
+    p.add_argument("--credit", default=",".join(STRATEGIES), metavar="LIST",
+                   help=f"credit strategies to add as columns (default: {','.join(STRATEGIES)})")
+    p.add_argument("--gamma", type=float, default=0.99, help="discount per step for discounted credit (default 0.99)")
+    p.add_argument("--price", action="append", default=[], metavar="MODEL=IN:OUT",
+                   help="USD per million input:output tokens of MODEL, for the cost_usd metric (repeatable)")
+    p.add_argument("--validate", action="store_true",
+                   help="also check each trace against the full schema and contract (slower)")
+
+
+def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
+    prices = {}
+    for item in items:
+        model, _, pair = item.rpartition("=")
+        cost_in, _, cost_out = pair.partition(":")
+        try:
+            prices[model] = (float(cost_in), float(cost_out))
+        except ValueError:
+            raise ValueError(f"--price {item!r}: expected MODEL=IN:OUT (USD per million tokens)") from None
+        if not model:
+            raise ValueError(f"--price {item!r}: no model name")
+    return prices or None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..datasets import Config, ContentMissing, Outcomes, OutcomeError, RewardSpec, RewardSpecError, build
+
+    console = Console(stderr=True)
+    try:
+        config = Config(
+            view=args.view,
+            strategies=tuple(s.strip() for s in args.credit.split(",") if s.strip()),
+            gamma=args.gamma,
+            reward=RewardSpec.parse(args.reward) if args.reward else None,
+            outcomes=Outcomes.load(args.outcomes) if args.outcomes else None,
+            validate=args.validate,
+            prices=_prices(args.price),
+        )
+        total = sum(os.path.getsize(p) for p in trace_files(args.inputs) if Path(p).is_file())
+    except (OutcomeError, RewardSpecError, ValueError, OSError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[traces]} traces"),
+                  TextColumn("{task.fields[rejects]} rejected"), TimeElapsedColumn(), console=console,
+                  transient=True) as progress:
+        task = progress.add_task(f"{args.view} ({args.engine})", total=total or None, traces=0, rejects=0)
+        counts = {"traces": 0, "rejects": 0}
+
+        def advance(result: dict) -> None:
+            counts["traces"] += 1
+            counts["rejects"] += "reject" in result
+            if "reject" in result:
+                progress.console.print(f"[yellow]rejected[/yellow] {escape(result['where'] + ': ' + result['reject'])}",
+                                       highlight=False, soft_wrap=True)
+            progress.update(task, advance=result.get("size", 0), **counts)
+
+        try:
+            summary = build(args.inputs, args.output, config, fmt=args.format, engine=args.engine,
+                            allow_unknown_outcomes=args.allow_unknown_outcomes, progress=advance)
+        except (ContentMissing, OutcomeError, RuntimeError, OSError, ValueError) as exc:
+            console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            return 1
+    table = Table(title=f"orch-otel dataset: {summary.view}", show_header=False)
+    table.add_row("traces read", str(summary.traces_read))
+    table.add_row(f"rows written ({summary.view})", str(summary.rows_written))
+    table.add_row("rejected lines", str(summary.rejects) + (f" -> {summary.rejects_path}" if summary.rejects else ""))
+    if summary.unknown_outcomes:
+        table.add_row("outcome rows matching no trace", str(len(summary.unknown_outcomes)))
+    table.add_row("output", f"{summary.output} ({summary.format}, engine {summary.engine})")
+    Console().print(table)
+    return 0

@@ -1,0 +1,130 @@
+"""Per-trace preparation shared by every view: metrics, merged rewards, the
+scalar reward, credit, and the agent turns (LLM calls with the tool calls that
+followed them, grouped into episodes)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..vocabulary import Channel, EventKind
+from .credit import STRATEGIES, Credit
+from .metrics import StepCounts, compute_metrics, count_steps, stop_efficiency
+from .rewards import Outcomes, RewardSpec, merge_rewards, scalar_reward, task_success
+
+VIEWS = ("traces", "decisions", "turns", "chat", "triplets")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a view needs besides the trace; picklable (Ray workers get a copy)."""
+
+    view: str = "decisions"
+    strategies: tuple[str, ...] = STRATEGIES
+    gamma: float = 0.99
+    reward: RewardSpec | None = None
+    outcomes: Outcomes | None = None
+    validate: bool = False
+    prices: dict[str, tuple[float, float]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.view not in VIEWS:
+            raise ValueError(f"unknown view {self.view!r}; choose one of {', '.join(VIEWS)}")
+        bad = [s for s in self.strategies if s not in STRATEGIES]
+        if bad or not self.strategies:
+            raise ValueError(f"unknown credit strategy {bad}; choose from {', '.join(STRATEGIES)}")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+
+    @property
+    def outcome_fields(self) -> list[str]:
+        return self.outcomes.fields if self.outcomes is not None else []
+
+
+@dataclass
+class Turn:
+    """One agent LLM call and the tool calls the agent made after it."""
+
+    index: int  # position of the LLM event in the trace's events
+    episode: tuple[str, int]  # (agent, n-th episode of that agent)
+    turn_index: int  # n-th LLM call of that agent in the trace
+    tool_calls: list[int] = field(default_factory=list)  # event positions
+    tool_results: dict[int, int] = field(default_factory=dict)  # call position -> result position
+
+
+def find_turns(events: list[dict[str, Any]]) -> list[Turn]:
+    """Turns in trace order. An agent's episode ends at its ``return``; tool
+    calls belong to the agent's latest turn in the same episode (tool calls
+    made before the episode's first LLM call belong to no turn)."""
+    episode_no: dict[str, int] = defaultdict(int)
+    current: dict[str, Turn | None] = {}
+    counts: dict[str, int] = defaultdict(int)
+    turns: list[Turn] = []
+    pending: dict[str, tuple[Turn, int]] = {}  # tool span / call id -> (turn, call position)
+    for i, e in enumerate(events):
+        kind, agent = e["type"], e["agent"]
+        if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
+            turn = Turn(i, (agent, episode_no[agent]), counts[agent])
+            counts[agent] += 1
+            current[agent] = turn
+            turns.append(turn)
+        elif kind == EventKind.TOOL_CALL.value:
+            turn = current.get(agent)
+            if turn is not None:
+                turn.tool_calls.append(i)
+                pending[e.get("call_id") or e.get("span_id") or e["id"]] = (turn, i)
+        elif kind == EventKind.TOOL_RESULT.value:
+            hit = pending.pop(e.get("call_id") or e.get("span_id") or "", None)
+            if hit is not None:
+                hit[0].tool_results[hit[1]] = i
+        elif kind == EventKind.RETURN.value:
+            episode_no[agent] += 1
+            current[agent] = None
+    return turns
+
+
+@dataclass
+class Prepared:
+    trace: dict[str, Any]
+    events: list[dict[str, Any]]
+    steps: StepCounts
+    metrics: dict[str, float]  # computed metrics only
+    rewards: dict[str, float]  # emitted, with outcomes over them
+    outcome: dict[str, float] | None
+    reward: float | None
+    credit: Credit
+    outcome_columns: dict[str, float | None]
+
+    @property
+    def base(self) -> dict[str, Any]:
+        t = self.trace
+        return {"trace_id": t["trace_id"], "task_id": t["task_id"], "system": t.get("system"),
+                "topology": t.get("topology")}
+
+    def rewritten(self, config: Config) -> dict[str, Any]:
+        """The trace with rewards and metrics written back (still schema-valid)."""
+        trace = dict(self.trace)
+        rewards = dict(self.rewards)
+        if config.reward is not None and self.reward is not None:
+            rewards["reward"] = self.reward
+        trace["rewards"] = rewards
+        metrics = {**(self.trace.get("metrics") or {}), **self.metrics, **self.credit.summary(self.events)}
+        trace["metrics"] = {k: float(v) for k, v in metrics.items()}
+        return trace
+
+
+def prepare(trace: dict[str, Any], config: Config) -> Prepared:
+    events = trace["events"]
+    steps = count_steps(events)
+    metrics = compute_metrics(trace, steps, config.prices)
+    outcome = config.outcomes.lookup(trace["trace_id"], trace["task_id"]) if config.outcomes else None
+    rewards = merge_rewards(trace.get("rewards") or {}, outcome)
+    success = task_success(rewards)
+    if success is not None:
+        metrics["task_success"] = success
+    metrics["stop_efficiency"] = stop_efficiency(metrics, success)
+    reward = scalar_reward(rewards, metrics, config.reward, outcome)
+    credit = Credit(events, steps, reward, rewards, config.strategies, config.gamma)
+    outcome_columns = {f"outcome_{name}": (outcome or {}).get(name) for name in config.outcome_fields}
+    return Prepared(trace, events, steps, metrics, rewards, outcome, reward, credit, outcome_columns)

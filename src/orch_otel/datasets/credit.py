@@ -1,0 +1,111 @@
+"""Credit assignment: the trace's scalar reward ``R`` given to the paper's
+credit units (team, orchestrator, role, agent, turn, message, tool_call,
+token) by three strategies, each a column so one dataset serves all three.
+
+For a unit ``u`` made of steps ``S(u)`` by agent ``a`` (docs/datasets.md#credit):
+
+- ``broadcast``:  ``R`` for every unit.
+- ``discounted``: ``R * gamma ** d(u)``, ``d(u)`` = steps in the trace after
+  the unit's last step (the final steps get most, early ones less).
+- ``per_agent``:  ``C(a) * |S(u)| / steps(a)``, where ``C(a)`` is the reward
+  given to agent ``a`` (``NAME@a`` rewards) when the run or the outcomes gave
+  one, else ``R * steps(a) / total steps`` (the team reward split by work).
+- ``token``: a turn's credit divided by its output tokens.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from .metrics import StepCounts, is_step
+
+STRATEGIES = ("broadcast", "discounted", "per_agent")
+UNITS = ("team", "orchestrator", "role", "agent", "turn", "message", "tool_call", "token")
+
+
+def credit_columns(strategies: Sequence[str]) -> list[str]:
+    return [f"credit_{s}" for s in strategies]
+
+
+class Credit:
+    """Credit of one trace, given its reward ``R`` and step structure."""
+
+    def __init__(self, events: list[dict[str, Any]], steps: StepCounts, reward: float | None,
+                 rewards: dict[str, float], strategies: Sequence[str] = STRATEGIES, gamma: float = 0.99):
+        self.reward = reward
+        self.strategies = tuple(strategies)
+        self.gamma = gamma
+        self.steps = steps
+        after = [0] * len(events)  # steps strictly after event i
+        count = 0
+        for i in range(len(events) - 1, -1, -1):
+            after[i] = count
+            count += is_step(events[i])
+        self._after = after
+        targeted: dict[str, float] = defaultdict(float)
+        for name, value in rewards.items():
+            if "@" in name:
+                targeted[name.rsplit("@", 1)[1]] += value
+        self.agent_credit: dict[str, float | None] = {}
+        for agent, n in steps.by_agent.items():
+            if agent in targeted:
+                self.agent_credit[agent] = targeted[agent]
+            elif reward is not None and steps.total:
+                self.agent_credit[agent] = reward * n / steps.total
+            else:
+                self.agent_credit[agent] = None
+
+    def unit(self, agent: str, n_steps: int, last_index: int) -> dict[str, float | None]:
+        """Credit columns of a unit of ``n_steps`` steps by ``agent`` whose last
+        event is at ``last_index`` in the trace's events."""
+        out: dict[str, float | None] = {}
+        r = self.reward
+        for strategy in self.strategies:
+            if strategy == "broadcast":
+                value = r
+            elif strategy == "discounted":
+                value = None if r is None else r * self.gamma ** self._after[last_index]
+            else:
+                c = self.agent_credit.get(agent)
+                total = self.steps.by_agent.get(agent, 0)
+                value = None if c is None or not total else c * n_steps / total
+            out[f"credit_{strategy}"] = None if value is None else round(value, 9)
+        return out
+
+    def team(self) -> dict[str, float | None]:
+        return {f"credit_{s}": self.reward for s in self.strategies}
+
+    def per_token(self, credit: dict[str, float | None], output_tokens: int | None) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for strategy in self.strategies:
+            value = credit.get(f"credit_{strategy}")
+            out[f"token_credit_{strategy}"] = (
+                None if value is None or not output_tokens else round(value / output_tokens, 9)
+            )
+        return out
+
+    def summary(self, events: list[dict[str, Any]]) -> dict[str, float]:
+        """Per-agent and per-role credit for the trace's ``metrics`` (write-back)."""
+        last: dict[str, int] = {}
+        roles: dict[str, str] = {}
+        for i, e in enumerate(events):
+            if is_step(e):
+                last[e["agent"]] = i
+                if e.get("role"):
+                    roles.setdefault(e["agent"], str(e["role"]))
+        out: dict[str, float] = {}
+        by_role: dict[tuple[str, str], float] = defaultdict(float)
+        for agent, i in sorted(last.items()):
+            n = self.steps.by_agent.get(agent, 0)
+            for name, value in self.unit(agent, n, i).items():
+                strategy = name[len("credit_"):]
+                if value is None or strategy == "broadcast":
+                    continue
+                out[f"credit.{strategy}.agent.{agent}"] = value
+                if agent in roles and strategy == "per_agent":
+                    by_role[(strategy, roles[agent])] += value
+        for (strategy, role), value in sorted(by_role.items()):
+            out[f"credit.{strategy}.role.{role}"] = round(value, 9)
+        return out

@@ -1,0 +1,268 @@
+"""The dataset views: rows built from one prepared trace.
+
+- ``traces``: the trace itself, rewards and metrics written back.
+- ``decisions``: one row per orchestration sub-decision (spawn, delegate,
+  communicate, aggregate, stop), with what the decider saw (``context``).
+- ``turns``: one row per agent LLM call, with the tool calls that followed.
+- ``chat``: one conversation per agent episode (TRL / verl ``messages``).
+- ``triplets``: agent-lightning ``{prompt, response, reward, metadata}``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..vocabulary import Channel, DecisionKind, EventKind
+from .analysis import Config, Prepared, Turn, find_turns
+from .messages import extend_conversation, normalize_messages, normalize_output
+from .reader import ContentStore
+
+CAPTURE_HINT = (
+    "the {view} view needs captured content (prompts and replies), and trace {trace_id} "
+    "({where}) has LLM calls whose content is not in a content store: no content/content-*.jsonl "
+    "beside the trace files holds their refs. Record the runs with content capture on "
+    "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, orch_otel.instrument(capture_content=True), "
+    "or `orch-otel demo --capture-content`) and keep the content/ folder next to the traces; "
+    "the decisions, turns and traces views work without content."
+)
+_CONTEXT_LIMIT = 8  # most recent messages/returns kept in a decision's context
+
+
+class ContentMissing(RuntimeError):
+    """A view that needs captured content got a trace without it."""
+
+
+def _item(kind: str, ref: str | None, store: ContentStore, always: bool = False, **extra: Any) -> dict[str, Any] | None:
+    if not ref and not always:
+        return None
+    item = {"kind": kind, **{k: v for k, v in extra.items() if v is not None}}
+    if ref:
+        item["ref"] = ref
+        if store.get(ref) is not None:
+            item["content"] = store.value(ref)
+    return item
+
+
+def _action(e: dict[str, Any]) -> dict[str, Any]:
+    targets = e.get("targets") or e.get("recipients") or ([e["to"]] if e.get("to") else [])
+    decision = e.get("decision")
+    return {
+        "targets": list(targets) if decision != DecisionKind.STOP.value else [],
+        "fanout_size": len(targets) if decision == DecisionKind.SPAWN.value else None,
+        "reason": e.get("reason"),
+        "sources": e.get("sources"),
+        "message_type": e.get("message_type"),
+    }
+
+
+def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+    rows = []
+    last_llm: dict[str, dict[str, Any]] = {}
+    inbox: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    base = p.base
+    for i, e in enumerate(p.events):
+        kind, agent = e["type"], e["agent"]
+        decision = e.get("decision")
+        if decision is not None:
+            context: list[dict[str, Any] | None] = []
+            llm = last_llm.get(agent)
+            if llm is not None:
+                context.append(_item("llm_input", llm.get("input_ref"), store, event_id=llm["id"]))
+                context.append(_item("llm_output", llm.get("content_ref"), store, event_id=llm["id"]))
+            context.extend(inbox.pop(agent, []))
+            unit = "message" if kind == EventKind.MESSAGE.value else "orchestrator"
+            row = {
+                **base,
+                "event_id": e["id"],
+                "decision": decision,
+                "agent": agent,
+                "role": e.get("role"),
+                "t": float(e["t"]),
+                "implied": bool(e.get("implied", False)),
+                "status": e.get("status"),
+                "action": _action(e),
+                "options": e.get("options"),
+                "content_ref": e.get("content_ref"),
+                "content": store.value(e.get("content_ref")),
+                "context": [c for c in context if c is not None],
+                "reward": p.reward,
+                "rewards": p.rewards,
+                "credit_unit": unit,
+                **p.credit.unit(agent, 1, i),
+                **p.outcome_columns,
+            }
+            rows.append(row)
+        if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
+            last_llm[agent] = e
+        elif kind == EventKind.MESSAGE.value:
+            for recipient in e.get("recipients") or []:
+                item = _item("message", e.get("content_ref"), store, event_id=e["id"], **{"from": agent})
+                if item is not None:
+                    inbox[recipient] = (inbox[recipient] + [item])[-_CONTEXT_LIMIT:]
+        elif kind == EventKind.RETURN.value and e.get("to"):
+            item = _item("return", e.get("content_ref"), store, always=True, event_id=e["id"],
+                         status=e.get("status"), **{"from": agent})
+            if item is not None:
+                inbox[e["to"]] = (inbox[e["to"]] + [item])[-_CONTEXT_LIMIT:]
+    return rows
+
+
+def _tool_call(p: Prepared, turn: Turn, i: int, store: ContentStore) -> dict[str, Any]:
+    call = p.events[i]
+    result = p.events[turn.tool_results[i]] if i in turn.tool_results else None
+    out: dict[str, Any] = {"tool": call.get("tool"), "call_id": call.get("call_id"), "event_id": call["id"],
+                           "status": result.get("status") if result else None}
+    for key, ev in (("arguments", call), ("result", result)):
+        ref = ev.get("content_ref") if ev else None
+        if ref:
+            out[f"{key}_ref"] = ref
+            if store.get(ref) is not None:
+                out[key] = store.value(ref)
+    return out
+
+
+def _turn_content(p: Prepared, e: dict[str, Any], store: ContentStore, view: str, need: bool):
+    in_ref, out_ref = e.get("input_ref"), e.get("content_ref")
+    inp = store.value(in_ref) if in_ref else None
+    out = store.value(out_ref) if out_ref else None
+    if need and ((in_ref and inp is None) or (out_ref and out is None) or not (in_ref or out_ref)):
+        where = f"event {e['id']} of agent {e['agent']!r}"
+        raise ContentMissing(CAPTURE_HINT.format(view=view, trace_id=p.trace["trace_id"], where=where))
+    messages = normalize_messages(inp) if in_ref and inp is not None else None
+    output = normalize_output(out) if out_ref and out is not None else None
+    return messages, output
+
+
+def turn_rows(p: Prepared, config: Config, store: ContentStore, turns: list[Turn] | None = None,
+              need_content: bool = False) -> list[dict[str, Any]]:
+    rows = []
+    base = p.base
+    for turn in turns if turns is not None else find_turns(p.events):
+        e = p.events[turn.index]
+        messages, output = _turn_content(p, e, store, config.view, need_content)
+        last = max([turn.index, *turn.tool_calls])
+        credit = p.credit.unit(e["agent"], 1 + len(turn.tool_calls), last)
+        rows.append({
+            **base,
+            "event_id": e["id"],
+            "agent": e["agent"],
+            "role": e.get("role"),
+            "model": e.get("model"),
+            "provider": e.get("provider"),
+            "t": float(e["t"]),
+            "duration_s": e.get("duration_s"),
+            "status": e.get("status"),
+            "episode": turn.episode[1],
+            "turn_index": turn.turn_index,
+            "input_ref": e.get("input_ref"),
+            "output_ref": e.get("content_ref"),
+            "input_messages": messages,
+            "output": output["content"] if output is not None else None,
+            "output_tool_calls": output.get("tool_calls") if output is not None else None,
+            "tool_calls": [_tool_call(p, turn, i, store) for i in turn.tool_calls],
+            "input_tokens": e.get("input_tokens"),
+            "output_tokens": e.get("output_tokens"),
+            "reward": p.reward,
+            "credit_unit": "turn",
+            **credit,
+            **p.credit.per_token(credit, e.get("output_tokens")),
+            **p.outcome_columns,
+        })
+    return rows
+
+
+def _json_type(value: Any) -> str:
+    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+                       (list, "array"), (dict, "object")):
+        if isinstance(value, kind):
+            return name
+    return "string"
+
+
+def _tool_schema(name: str, arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict) and set(arguments) <= {"args", "kwargs"}:
+        arguments = arguments.get("kwargs") or {}
+    props = {k: {"type": _json_type(v)} for k, v in arguments.items()} if isinstance(arguments, dict) else {}
+    return {"type": "function", "function": {"name": name, "description": "",
+                                             "parameters": {"type": "object", "properties": props}}}
+
+
+def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+    turns = find_turns(p.events)
+    turn_data = turn_rows(p, config, store, turns, need_content=True)
+    episodes: dict[tuple[str, int], list[tuple[Turn, dict[str, Any]]]] = {}
+    for turn, row in zip(turns, turn_data):
+        episodes.setdefault(turn.episode, []).append((turn, row))
+    rows = []
+    for (agent, episode), items in episodes.items():
+        conversation: list[dict[str, Any]] = []
+        tools: dict[str, dict[str, Any]] = {}
+        n_steps, last = 0, 0
+        for turn, row in items:
+            extend_conversation(conversation, row["input_messages"] or [])
+            reply: dict[str, Any] = {"role": "assistant", "content": row["output"] or ""}
+            if row["output_tool_calls"]:
+                reply["tool_calls"] = row["output_tool_calls"]
+                for call in row["output_tool_calls"]:
+                    tools.setdefault(call["function"]["name"], _tool_schema(call["function"]["name"], None))
+            conversation.append(reply)
+            for call in row["tool_calls"]:
+                if call["tool"] and (call["tool"] not in tools or "arguments" in call):
+                    tools[call["tool"]] = _tool_schema(call["tool"], call.get("arguments"))
+            n_steps += 1 + len(turn.tool_calls)
+            last = max([last, turn.index, *turn.tool_calls])
+        first = p.events[items[0][0].index]
+        rows.append({
+            **p.base,
+            "agent": agent,
+            "role": first.get("role"),
+            "episode": episode,
+            "messages": conversation,
+            "tools": list(tools.values()) or None,
+            "reward": p.reward,
+            "credit_unit": "agent",
+            **p.credit.unit(agent, n_steps, last),
+            **p.outcome_columns,
+        })
+    return rows
+
+
+def triplet_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+    rows = []
+    credit_keys = [f"credit_{s}" for s in config.strategies]
+    for row in turn_rows(p, config, store, need_content=True):
+        response: Any = row["output"] or ""
+        metadata = {
+            "agent_name": row["agent"],
+            "role": row["role"],
+            "model": row["model"],
+            "trace_id": row["trace_id"],
+            "task_id": row["task_id"],
+            "event_id": row["event_id"],
+            "episode": row["episode"],
+            "turn_index": row["turn_index"],
+            "input_tokens": row["input_tokens"],
+            "output_tokens": row["output_tokens"],
+            "tool_calls": row["tool_calls"],
+            "output_tool_calls": row["output_tool_calls"],
+            **{k: row[k] for k in credit_keys},
+            **p.outcome_columns,
+        }
+        rows.append({"prompt": row["input_messages"] or [], "response": response, "reward": p.reward,
+                     "metadata": {k: v for k, v in metadata.items() if v is not None}})
+    return rows
+
+
+def trace_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+    return [p.rewritten(config)]
+
+
+BUILDERS = {
+    "traces": trace_rows,
+    "decisions": decision_rows,
+    "turns": turn_rows,
+    "chat": chat_rows,
+    "triplets": triplet_rows,
+}
+

@@ -1,0 +1,156 @@
+"""Writers: ``jsonl``, ``parquet`` (pyarrow) and ``hf`` (a ``datasets``
+``save_to_disk`` folder). Each writes to a temporary name and moves the result
+into place only on :meth:`close` after success, so a failed run never leaves
+a half dataset that looks whole. Rows are written in batches: memory is
+bounded by the batch size, not the dataset size."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+FORMATS = ("jsonl", "parquet", "hf")
+BATCH_ROWS = 2_000
+
+
+def output_path(outdir: str | os.PathLike[str], view: str, fmt: str) -> Path:
+    suffix = {"jsonl": ".jsonl", "parquet": ".parquet", "hf": ""}[fmt]
+    return Path(outdir) / f"{view}{suffix}"
+
+
+def _need(module: str, fmt: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise RuntimeError(
+            f"the {fmt} format needs the {module!r} package: pip install 'orch-otel[datasets]'"
+        ) from None
+
+
+class JsonlWriter:
+    def __init__(self, path: Path, columns: list[tuple[str, str]]):
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.partial")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: IO[bytes] = open(self.tmp, "wb")
+        self.rows = 0
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self._handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        self.rows += len(rows)
+
+    def close(self, ok: bool = True) -> None:
+        self._handle.close()
+        if ok:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+def _to_arrow_rows(rows: list[dict[str, Any]], json_cols: list[str]) -> list[dict[str, Any]]:
+    if not json_cols:
+        return rows
+    out = []
+    for row in rows:
+        row = dict(row)
+        for name in json_cols:
+            value = row.get(name)
+            row[name] = None if value is None else orjson.dumps(value).decode()
+        out.append(row)
+    return out
+
+
+class ParquetWriter:
+    def __init__(self, path: Path, columns: list[tuple[str, str]], fmt: str = "parquet"):
+        self.pa = _need("pyarrow", fmt)
+        self.pq = _need("pyarrow.parquet", fmt)
+        from .schema import arrow_schema
+
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.partial")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.schema = arrow_schema(columns)
+        self.json_cols = [name for name, kind in columns if kind == "json"]
+        self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
+        self._buffer: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self._buffer.extend(rows)
+        self.rows += len(rows)
+        if len(self._buffer) >= BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._buffer:
+            table = self.pa.Table.from_pylist(_to_arrow_rows(self._buffer, self.json_cols), schema=self.schema)
+            self._writer.write_table(table)
+            self._buffer = []
+
+    def close(self, ok: bool = True) -> None:
+        if ok:
+            self._flush()
+        self._writer.close()
+        if ok:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+class HFWriter:
+    """Streams rows into a Parquet file, then lets ``datasets`` turn it into a
+    ``save_to_disk`` folder (memory-mapped: no full copy in memory)."""
+
+    def __init__(self, path: Path, columns: list[tuple[str, str]]):
+        self.datasets = _need("datasets", "hf")
+        self.path = path
+        self.work = path.with_name(f".{path.name}.partial")
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        self._parquet = ParquetWriter(self.work / "rows.parquet", columns, fmt="hf")
+
+    @property
+    def rows(self) -> int:
+        return self._parquet.rows
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self._parquet.write(rows)
+
+    def close(self, ok: bool = True) -> None:
+        self._parquet.close(ok)
+        try:
+            if ok:
+                from datasets.utils import logging as hf_logging
+
+                bars = hf_logging.is_progress_bar_enabled()
+                hf_logging.disable_progress_bar()
+                try:
+                    ds = self.datasets.Dataset.from_parquet(str(self._parquet.path), cache_dir=str(self.work / "cache"))
+                    staged = self.work / "dataset"
+                    ds.save_to_disk(str(staged))
+                    del ds
+                finally:
+                    if bars:
+                        hf_logging.enable_progress_bar()
+                if self.path.exists():
+                    shutil.rmtree(self.path)
+                os.replace(staged, self.path)
+        finally:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+def open_writer(outdir: str | os.PathLike[str], view: str, fmt: str, columns: list[tuple[str, str]]):
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    path = output_path(outdir, view, fmt)
+    if fmt == "jsonl":
+        return JsonlWriter(path, columns)
+    if fmt == "parquet":
+        return ParquetWriter(path, columns)
+    return HFWriter(path, columns)

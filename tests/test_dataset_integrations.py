@@ -1,0 +1,105 @@
+"""Datasets from traces recorded by the LangGraph and AutoGen integrations on
+offline models (generated in the test, never committed JSON): the decisions
+view says exactly what the supervisor / team did, and the chat view holds the
+agents' real conversations."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from conftest import check_trace
+
+from orch_otel import ContentPolicy, testing
+from orch_otel.datasets import Config, build
+from orch_otel.recorder import Recorder, get_recorder, set_recorder
+from orch_otel.tracefiles import TraceWriter
+
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+def _record(directory, instrumentor, run):
+    old = get_recorder()
+    set_recorder(Recorder(content=ContentPolicy(capture=True)))
+    instrumentor.instrument()
+    try:
+        with testing.capture() as captured:
+            run()
+    finally:
+        instrumentor.uninstrument()
+        set_recorder(old)
+    writer = TraceWriter(directory)
+    conversions = captured.conversions()
+    for c in conversions:
+        writer.write(check_trace(c.trace), c.contents)
+    writer.close()
+    return [c.trace for c in conversions]
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _check_chat(rows):
+    assert rows
+    for row in rows:
+        assert row["messages"][-1]["role"] == "assistant"
+        for m in row["messages"]:
+            assert m["role"] in ROLES and isinstance(m["content"], str)
+
+
+def test_langgraph_supervisor_decisions_and_chat(tmp_path):
+    pytest.importorskip("langgraph_supervisor")
+    import langgraph_apps as apps
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    (trace,) = _record(tmp_path / "traces", LangGraphInstrumentor(),
+                       lambda: apps.build_supervisor().invoke(apps.user_input("what is 1+2?")))
+    build([tmp_path / "traces"], tmp_path, Config(view="decisions"))
+    rows = _rows(tmp_path / "decisions.jsonl")
+    assert [(r["decision"], r["agent"], r["action"]["targets"]) for r in rows if r["decision"] == "delegate"] == [
+        ("delegate", "supervisor", ["math_expert"]), ("delegate", "supervisor", ["research_expert"])]
+    stops = [(r["agent"], r["action"]["reason"]) for r in rows if r["decision"] == "stop"]
+    assert stops == [(e["agent"], e["reason"]) for e in trace["events"] if e.get("decision") == "stop"]
+    assert len(stops) == 1 and stops[0][1] == "end"
+    assert [r["event_id"] for r in rows] == [e["id"] for e in trace["events"] if e.get("decision")]
+    build([tmp_path / "traces"], tmp_path, Config(view="turns"))
+    turns = _rows(tmp_path / "turns.jsonl")
+    assert [t["model"] for t in turns] == ["supervisor-llm", "math-llm", "math-llm", "supervisor-llm",
+                                           "research-llm", "research-llm", "supervisor-llm"]
+    math_first = turns[1]
+    assert [c["tool"] for c in math_first["tool_calls"]] == ["add"]
+    assert math_first["output_tool_calls"][0]["function"]["name"] == "add"
+    build([tmp_path / "traces"], tmp_path, Config(view="chat"))
+    chat = _rows(tmp_path / "chat.jsonl")
+    _check_chat(chat)
+    math = next(r for r in chat if r["agent"] == "math_expert")
+    assert any(m["role"] == "user" and "1+2" in m["content"] for m in math["messages"])
+    assert math["messages"][-1]["content"] == "1 + 2 = 3"
+    assert [t["function"]["name"] for t in math["tools"]] == ["add"]
+
+
+def test_autogen_team_decisions_and_chat(tmp_path):
+    pytest.importorskip("autogen_agentchat")
+    import autogen_apps as apps
+
+    from orch_otel.integrations.autogen import AutoGenInstrumentor
+
+    (trace,) = _record(tmp_path / "traces", AutoGenInstrumentor(),
+                       lambda: asyncio.run(asyncio.wait_for(apps.weather_round_robin().run(task="go"), 20)))
+    build([tmp_path / "traces"], tmp_path, Config(view="decisions"))
+    rows = _rows(tmp_path / "decisions.jsonl")
+    assert [(r["action"]["targets"], r["options"]) for r in rows if r["decision"] == "delegate"] == [
+        (["a"], ["a", "b"]), (["b"], ["a", "b"])]
+    stops = [r["action"]["reason"] for r in rows if r["decision"] == "stop"]
+    assert stops == [e["reason"] for e in trace["events"] if e.get("decision") == "stop"]
+    assert "Text 'TERMINATE' mentioned" in stops
+    assert [r["event_id"] for r in rows] == [e["id"] for e in trace["events"] if e.get("decision")]
+    build([tmp_path / "traces"], tmp_path, Config(view="chat"))
+    chat = _rows(tmp_path / "chat.jsonl")
+    _check_chat(chat)
+    assert {r["agent"] for r in chat} == {"a", "b"}
+    b = next(r for r in chat if r["agent"] == "b")
+    assert b["messages"][-1]["content"] == "Thanks TERMINATE"

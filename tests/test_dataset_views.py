@@ -1,0 +1,244 @@
+"""Dataset views on traces recorded from real orch-otel runs (offline models):
+decisions, turns, chat, triplets and re-written traces, with metrics and credit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import check_trace
+from fixtures.dataset_runs import record, standard_runs
+
+from orch_otel.datasets import Config, ContentMissing, build
+from orch_otel.tracefiles import read_lines
+
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runs")
+    traces = record(base / "captured", standard_runs(), capture=True)
+    record(base / "refs_only", standard_runs(), capture=False)
+    return base, {t["task_id"]: t for t in traces}
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _view(recorded, tmp_path, view, src="captured", **kw):
+    base, _ = recorded
+    summary = build([base / src], tmp_path, Config(view=view, **kw))
+    return summary, _rows(tmp_path / f"{view}.jsonl")
+
+
+def test_decisions_of_a_supervisor_run_are_exactly_what_happened(recorded, tmp_path):
+    _, traces = recorded
+    summary, rows = _view(recorded, tmp_path, "decisions")
+    ok = [r for r in rows if r["task_id"] == "calc-ok"]
+    assert [(r["decision"], r["agent"], r["action"]["targets"], r["action"]["reason"])
+            for r in ok if r["decision"] in ("delegate", "stop")] == [
+        ("delegate", "planner", ["executor"], None),
+        ("delegate", "planner", ["critic"], None),
+        ("delegate", "planner", ["executor"], None),
+        ("delegate", "planner", ["critic"], None),
+        ("stop", "planner", [], "end"),
+    ]
+    assert [(r["decision"], r["agent"], r["action"]["targets"]) for r in ok if r["decision"] == "communicate"] == [
+        ("communicate", "critic", ["planner"]),
+        ("communicate", "critic", ["planner"]),
+    ]
+    assert {r["options"] == ["executor", "critic"] for r in ok if r["decision"] == "delegate"} == {True}
+    budget = [(r["decision"], r["action"]["reason"]) for r in rows if r["task_id"] == "calc-budget"
+              and r["decision"] == "stop"]
+    assert budget == [("stop", "max_turns")]
+    # one row per decision event of the trace, in order, none invented or lost
+    want = [e["id"] for e in traces["calc-ok"]["events"] if e.get("decision")]
+    assert [r["event_id"] for r in ok] == want
+    assert summary.rows_written == sum(
+        sum(1 for e in t["events"] if e.get("decision")) for t in traces.values()
+    )
+    # the critic's verdicts are the communicate decisions' content
+    assert [r["content"] for r in ok if r["decision"] == "communicate"] == [{"approved": False}, {"approved": True}]
+    # context: the planner's latest LLM call, and the critic's message before the next delegation
+    second_exec = [r for r in ok if r["decision"] == "delegate"][2]
+    kinds = [c["kind"] for c in second_exec["context"]]
+    assert kinds == ["llm_input", "llm_output", "message", "return"]
+    assert second_exec["context"][2]["content"] == {"approved": False}
+    assert second_exec["context"][3] == {"kind": "return", "from": "critic", "status": "ok",
+                                         "event_id": second_exec["context"][3]["event_id"]}
+
+
+def test_decisions_spawn_fanout_and_aggregate(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "decisions")
+    research = [r for r in rows if r["task_id"] == "research-1"]
+    (spawn,) = [r for r in research if r["decision"] == "spawn"]
+    assert spawn["action"]["fanout_size"] == 3 and spawn["agent"] == "lead"
+    assert spawn["action"]["targets"] == ["researcher_web", "researcher_papers", "researcher_code"]
+    (agg,) = [r for r in research if r["decision"] == "aggregate"]
+    assert agg["action"]["sources"] == spawn["action"]["targets"]
+    assert [r["decision"] for r in research] == [
+        "spawn", "aggregate", "delegate", "communicate", "delegate", "communicate", "stop"]
+
+
+def test_metrics_on_the_fanout_demo(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "traces")
+    trace = next(check_trace(t) for t in rows if t["task_id"] == "research-1")
+    m = trace["metrics"]
+    # lead: llm, spawn, aggregate, delegate x2, message, stop = 7; researchers 2 each in
+    # parallel; writer 1; critic 2 (llm + message)
+    assert (m["total_steps"], m["critical_steps"]) == (16, 12)
+    assert m["parallelism_speedup"] == round(16 / 12, 6)
+    assert m["parallelism_efficiency"] == round(16 / 12 / 3, 6)
+    assert m["protocol_overhead"] == round(7 / 16, 6)  # 4 decisions + 1 aggregate + 2 messages / 16
+    assert m["tool_success_rate"] == 1.0
+    assert m["cost_llm_calls"] == 6 and m["cost_tool_calls"] == 3
+    assert m["cost_tokens"] == trace["costs"]["tokens"]
+    assert m["stop_voluntary"] == 1.0 and m["stop_efficiency"] == 1.0
+    assert trace["rewards"] == {"team": 1.0}
+
+
+def test_stop_efficiency_and_sequential_critical_path(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "traces")
+    by_task = {t["task_id"]: t for t in rows}
+    for t in by_task.values():
+        check_trace(t)
+    ok, budget = by_task["calc-ok"]["metrics"], by_task["calc-budget"]["metrics"]
+    assert ok["critical_steps"] == ok["total_steps"]  # nothing ran in parallel
+    assert ok["parallelism_speedup"] == 1.0
+    assert budget["stop_voluntary"] == 0.0 and budget["stop_efficiency"] == 0.0
+    assert "tool_success_rate" in ok
+
+
+def test_credit_strategies(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "decisions", gamma=0.5)
+    ok = [r for r in rows if r["task_id"] == "calc-ok"]
+    assert {r["credit_broadcast"] for r in ok} == {1.0}
+    stop = ok[-1]
+    assert stop["decision"] == "stop" and stop["credit_discounted"] == 1.0  # nothing after it
+    assert ok[-2]["credit_discounted"] < 1.0
+    _, traces = _view(recorded, tmp_path, "traces", gamma=0.5)
+    metrics = next(t for t in traces if t["task_id"] == "calc-ok")["metrics"]
+    per_agent = {k: v for k, v in metrics.items() if k.startswith("credit.per_agent.agent.")}
+    assert set(per_agent) == {f"credit.per_agent.agent.{a}" for a in ("planner", "executor", "critic", "calculator")} - {
+        "credit.per_agent.agent.calculator"}
+    assert sum(per_agent.values()) == pytest.approx(1.0)  # the team reward split by work
+    # the failed run: R = 0, every credit is 0
+    budget = [r for r in rows if r["task_id"] == "calc-budget"]
+    assert {r["credit_per_agent"] for r in budget} == {0.0}
+
+
+def test_turns_view_has_each_llm_call_with_its_tool_calls(recorded, tmp_path):
+    _, traces = recorded
+    _, rows = _view(recorded, tmp_path, "turns")
+    ok = [r for r in rows if r["task_id"] == "calc-ok"]
+    llm_events = [e["id"] for e in traces["calc-ok"]["events"] if e.get("channel") == "llm"]
+    assert [r["event_id"] for r in ok] == llm_events
+    assert [r["agent"] for r in ok] == ["planner", "executor", "executor"]
+    first_exec = ok[1]
+    assert first_exec["input_messages"] == [
+        {"role": "system", "content": "You are the executor."},
+        {"role": "user", "content": "what is 6 times 7?"},
+    ]
+    assert first_exec["output"] == "executor on: what is 6 times 7?"
+    (call,) = first_exec["tool_calls"]
+    assert (call["tool"], call["status"], call["result"]) == ("calculator", "ok", 36.0)
+    assert call["arguments"] == {"args": ["6*6"], "kwargs": {}}
+    assert first_exec["input_tokens"] == 5 and first_exec["output_tokens"] == 7
+    assert first_exec["credit_unit"] == "turn"
+    assert first_exec["token_credit_broadcast"] == pytest.approx(1.0 / 7)
+    assert (ok[1]["episode"], ok[2]["episode"]) == (0, 1)  # executor was invoked twice
+
+
+def test_turns_view_works_without_content(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "turns", src="refs_only")
+    assert rows and all(r["input_messages"] is None and r["output"] is None for r in rows)
+    assert all(r["input_ref"].startswith("b2:") for r in rows)
+
+
+def test_chat_view_rows_are_trl_conversational(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "chat")
+    assert len(rows) == 3 + 2 + 6  # calc-ok: planner + 2 executor episodes; budget: planner + executor; demo: 6 agents
+    for row in rows:
+        messages = row["messages"]
+        assert messages and isinstance(messages, list)
+        for m in messages:
+            assert m["role"] in ROLES and isinstance(m["content"], str)
+        assert messages[-1]["role"] == "assistant"
+    planner = next(r for r in rows if r["task_id"] == "calc-ok" and r["agent"] == "planner")
+    assert planner["messages"] == [
+        {"role": "system", "content": "You are the planner."},
+        {"role": "user", "content": "what is 6 times 7?"},
+        {"role": "assistant", "content": "planner on: what is 6 times 7?"},
+    ]
+    executor = next(r for r in rows if r["task_id"] == "calc-ok" and r["agent"] == "executor")
+    assert executor["tools"][0]["function"]["name"] == "calculator"
+    trl = pytest.importorskip("trl.data_utils", reason="TRL needs transformers/torch; format checked explicitly above")
+    assert all(trl.is_conversational(r) for r in rows)
+
+
+def test_chat_view_loads_in_datasets_from_hf_and_parquet(recorded, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    base, _ = recorded
+    build([base / "captured"], tmp_path, Config(view="chat"), fmt="hf")
+    build([base / "captured"], tmp_path, Config(view="chat"), fmt="parquet")
+    jsonl = build([base / "captured"], tmp_path, Config(view="chat"), fmt="jsonl")
+    from_disk = datasets.load_from_disk(str(tmp_path / "chat"))
+    from_parquet = datasets.load_dataset("parquet", data_files=str(tmp_path / "chat.parquet"), split="train",
+                                         cache_dir=str(tmp_path / "cache"))
+    want = _rows(tmp_path / "chat.jsonl")
+    assert len(from_disk) == len(from_parquet) == jsonl.rows_written == len(want)
+    for ds in (from_disk, from_parquet):
+        for got, row in zip(ds, want):
+            assert [(m["role"], m["content"]) for m in got["messages"]] == [
+                (m["role"], m["content"]) for m in row["messages"]]
+            assert got["tools"] == row["tools"]  # a Json column: decoded back to objects
+            assert got["credit_discounted"] == row["credit_discounted"]
+
+
+def test_decisions_parquet_loads_with_typed_columns(recorded, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    base, _ = recorded
+    build([base / "captured"], tmp_path, Config(view="decisions"), fmt="parquet")
+    ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "decisions.parquet"), split="train",
+                               cache_dir=str(tmp_path / "cache"))
+    want = _rows(build([base / "captured"], tmp_path, Config(view="decisions")).output and tmp_path / "decisions.jsonl")
+    assert ds["decision"] == [r["decision"] for r in want]
+    assert ds["action"] == [r["action"] for r in want]
+    assert ds["context"] == [r["context"] for r in want]
+    assert ds["reward"] == [r["reward"] for r in want]
+
+
+def test_triplets_view(recorded, tmp_path):
+    _, rows = _view(recorded, tmp_path, "triplets")
+    assert all(set(r) == {"prompt", "response", "reward", "metadata"} for r in rows)
+    first = rows[0]
+    assert first["metadata"]["agent_name"] == "planner" and first["reward"] == 1.0
+    assert first["prompt"][-1] == {"role": "user", "content": "what is 6 times 7?"}
+    assert first["response"] == "planner on: what is 6 times 7?"
+    assert {"credit_broadcast", "credit_discounted", "credit_per_agent"} <= set(first["metadata"])
+
+
+@pytest.mark.parametrize("view", ["chat", "triplets"])
+def test_content_views_fail_clearly_without_captured_content(recorded, tmp_path, view):
+    base, _ = recorded
+    with pytest.raises(ContentMissing, match="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"):
+        build([base / "refs_only"], tmp_path, Config(view=view))
+    assert not (tmp_path / f"{view}.jsonl").exists()  # no half dataset left behind
+
+
+def test_rewritten_traces_are_replayable_with_their_content(recorded, tmp_path):
+    base, traces = recorded
+    out = tmp_path / "rewritten"
+    build([base / "captured"], out, Config(view="traces"))
+    rewritten = [line.trace for line in read_lines(out / "traces.jsonl")]
+    assert [t["trace_id"] for t in rewritten] == [t["trace_id"] for t in traces.values()]
+    for original, new in zip(traces.values(), rewritten):
+        check_trace(new)
+        assert new["events"] == original["events"] and new["edges"] == original["edges"]
+    # the copied content store makes the output folder usable on its own
+    again = build([out / "traces.jsonl"], tmp_path / "chat_again", Config(view="chat"))
+    first = build([base / "captured"], tmp_path / "chat_first", Config(view="chat"))
+    assert again.rows_written == first.rows_written
+    assert (tmp_path / "chat_again" / "chat.jsonl").read_bytes() == (tmp_path / "chat_first" / "chat.jsonl").read_bytes()
