@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from rich.console import Console
@@ -27,3 +28,13 @@ def run_show(path: str, trace_id: str | None) -> int:
                 return 0
     err.print(f"[red]no trace{' with id ' + trace_id if trace_id else ''} in {path}[/red]")
     return 1
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("show", help="print a trace as a tree")
+    p.add_argument("path", help="a trace file or directory")
+    p.add_argument("--trace-id", default=None, help="which trace (default: the first)")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_show(args.path, args.trace_id)

@@ -15,7 +15,7 @@ from ..exporters.spool import read_segment, replay, spool_files
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
 
 
-def run_spool(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     directory = args.directory or env.spool_dir()
     if not os.path.isdir(directory):
         print(f"{directory}: no such spool directory", file=sys.stderr)
@@ -62,3 +62,17 @@ def _replay(directory, args: argparse.Namespace) -> int:
         print(f"the collector refused a batch; {result.files_left} segment(s) left in {directory}", file=sys.stderr)
         return EXIT_LEFT
     return EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    spool = sub.add_parser("spool", help="inspect or re-send the durable OTLP spool")
+    commands = spool.add_subparsers(dest="spool_command", required=True)
+    default = "spool directory (default: $ORCH_OTEL_SPOOL_DIR or ./orch-spool)"
+    status = commands.add_parser("status", help="list spool segments and their spans")
+    status.add_argument("directory", nargs="?", default=None, help=default)
+    replay = commands.add_parser("replay", help="re-send a spool left by a dead process, oldest first")
+    replay.add_argument("directory", nargs="?", default=None, help=default)
+    replay.add_argument("--endpoint", default=None, help="collector endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
+    replay.add_argument("--protocol", choices=["http/protobuf", "grpc"], default=None,
+                        help="default: OTEL_EXPORTER_OTLP_PROTOCOL or http/protobuf")
+    replay.add_argument("--include-live", action="store_true", help="also send segments of processes still running")

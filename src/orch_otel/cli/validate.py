@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from rich.console import Console
@@ -33,3 +34,12 @@ def run_validate(paths: list[str]) -> int:
     verdict = "[green]valid[/green]" if not (bad or missing) else f"[red]{bad} invalid[/red]"
     console.print(f"{traces} trace(s) in {len(files)} file(s): {verdict}")
     return EXIT_INVALID if bad or missing else EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="check trace files against the schema and the trace contract")
+    p.add_argument("paths", nargs="+", help="trace files (*.jsonl) or directories")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_validate(args.paths)
