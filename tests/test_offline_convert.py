@@ -12,7 +12,7 @@ from offline_support import json_lines, otlp_line, proto_file, record_demo_runs,
 
 from orch_otel.cli import main
 from orch_otel.offline import Options, convert_inputs
-from orch_otel.spans import SpanRecord
+from orch_otel.spans import EventRecord, SpanRecord
 from orch_otel.tracefiles import load_contents, read_lines
 
 T0 = 1_700_000_000_000_000_000
@@ -131,26 +131,52 @@ def test_duplicates_late_spans_and_conflicts(tmp_path):
                        f"late span: trace {TID} was already written (raise --linger, or use --engine ray for exact grouping)"]
 
 
-def test_an_unconvertible_trace_is_quarantined_whole(tmp_path):
-    bad = SpanRecord(TID, "1000000000000001", None, "chat m", T0, T0 + 1,
-                     attributes={"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": "many"})
+def test_an_unconvertible_trace_is_quarantined_whole(tmp_path, monkeypatch):
+    def broken_converter(spans, complete=True):
+        raise ValueError("converter bug")
+
+    monkeypatch.setattr("orch_otel.offline.pipeline.convert", broken_converter)  # the defensive path only
+    span = SpanRecord(TID, "1000000000000001", None, "chat m", T0, T0 + 1, attributes={"gen_ai.operation.name": "chat"})
     src = tmp_path / "in.json"
-    src.write_bytes(otlp_line([bad]))
+    src.write_bytes(otlp_line([span]))
     summary = convert_inputs([src], tmp_path / "out.jsonl")
     assert (summary.traces, summary.failed_traces, summary.quarantined_spans, summary.exit_code) == (0, 1, 1, 1)
     (q,) = [orjson.loads(x) for x in (tmp_path / "out.jsonl.quarantine").read_bytes().splitlines()]
-    assert q["where"] == f"trace {TID}" and q["reason"].startswith("trace could not be converted: ValueError")
-    assert q["span"]["span_id"] == bad.span_id
+    assert q["where"] == f"trace {TID}" and q["reason"] == "trace could not be converted: ValueError: converter bug"
+    assert q["span"]["span_id"] == span.span_id
+
+
+def test_garbage_attribute_values_give_a_valid_trace_and_a_warning(tmp_path):
+    odd = SpanRecord(TID, "1000000000000001", None, "chat m", T0, T0 + 1,
+                     attributes={"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": "many",
+                                 "gen_ai.request.model": 42},
+                     events=(EventRecord("orch.decision", T0, {"orch.decision": "dance"}),))
+    src = tmp_path / "in.json"
+    src.write_bytes(otlp_line([odd]))
+    summary = convert_inputs([src], tmp_path / "out.jsonl")
+    (trace,) = [orjson.loads(x) for x in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    check_trace(trace)
+    (llm,) = [e for e in trace["events"] if e.get("channel") == "llm"]
+    assert llm["model"] == "42" and "input_tokens" not in llm
+    assert any("unknown decision kind 'dance'" in w for w in summary.warnings)
+
 
 
 @pytest.mark.parametrize("check", [False, True])
-def test_check_quarantines_traces_that_break_the_contract(tmp_path, check):
-    odd = SpanRecord(TID, "1000000000000001", None, "invoke_agent x", T0, T0 + 1,
-                     attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "x", "orch.agent.role": 7})
+def test_check_quarantines_traces_that_break_the_contract(tmp_path, monkeypatch, check):
+    from orch_otel.converter import convert as real_convert
+
+    def convert_without_stops(spans, complete=True):  # stands in for a converter regression
+        conversion = real_convert(spans, complete=complete)
+        conversion.trace["events"] = [e for e in conversion.trace["events"] if e.get("decision") != "stop"]
+        return conversion
+
+    monkeypatch.setattr("orch_otel.offline.pipeline.convert", convert_without_stops)
     root = SpanRecord(TID, "1000000000000002", None, "w", T0, T0 + 2,
                       attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "w"})
-    object.__setattr__(odd, "parent_id", root.span_id)
+    child = SpanRecord(TID, "1000000000000001", root.span_id, "invoke_agent x", T0, T0 + 1,
+                       attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "x"})
     src = tmp_path / "in.json"
-    src.write_bytes(otlp_line([odd, root]))
+    src.write_bytes(otlp_line([child, root]))
     summary = convert_inputs([src], tmp_path / "out.jsonl", options=Options(check=check))
     assert (summary.traces, summary.quarantined_spans) == ((0, 2) if check else (1, 0))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .spans import EventRecord, SpanRecord
@@ -30,7 +30,40 @@ from .vocabulary import (
 )
 
 DEFAULT_ACTOR = "orchestrator"
-_AGENT_OPS = (Operation.INVOKE_AGENT.value, Operation.INVOKE_WORKFLOW.value)
+# Plain strings for the hot loops: an enum's .value is a descriptor call each time.
+_CH_AGENT = Channel.AGENT.value
+_CH_LLM = Channel.LLM.value
+_D_AGGREGATE = DecisionKind.AGGREGATE.value
+_D_COMMUNICATE = DecisionKind.COMMUNICATE.value
+_D_DELEGATE = DecisionKind.DELEGATE.value
+_D_SPAWN = DecisionKind.SPAWN.value
+_D_STOP = DecisionKind.STOP.value
+_EDGE_AGGREGATE = EdgeKind.AGGREGATE.value
+_EDGE_CAUSAL = EdgeKind.CAUSAL.value
+_EDGE_MESSAGE = EdgeKind.MESSAGE.value
+_EDGE_RETURN = EdgeKind.RETURN.value
+_EDGE_SPAWN = EdgeKind.SPAWN.value
+_EDGE_TEMPORAL = EdgeKind.TEMPORAL.value
+_EDGE_TOOL_DEPENDENCY = EdgeKind.TOOL_DEPENDENCY.value
+_E_AGGREGATE = EventKind.AGGREGATE.value
+_E_HUMAN_INTERVENTION = EventKind.HUMAN_INTERVENTION.value
+_E_MESSAGE = EventKind.MESSAGE.value
+_E_ORCHESTRATOR_DECISION = EventKind.ORCHESTRATOR_DECISION.value
+_E_RETURN = EventKind.RETURN.value
+_E_SAFETY_EVENT = EventKind.SAFETY_EVENT.value
+_E_SPAWN = EventKind.SPAWN.value
+_E_TOOL_CALL = EventKind.TOOL_CALL.value
+_E_TOOL_RESULT = EventKind.TOOL_RESULT.value
+_OP_CHAT = Operation.CHAT.value
+_OP_EXECUTE_TOOL = Operation.EXECUTE_TOOL.value
+_OP_INVOKE_AGENT = Operation.INVOKE_AGENT.value
+_OP_INVOKE_WORKFLOW = Operation.INVOKE_WORKFLOW.value
+_R_END = StopReason.END.value
+_R_ERROR = StopReason.ERROR.value
+_R_INCOMPLETE = StopReason.INCOMPLETE.value
+_S_ERROR = Status.ERROR.value
+_S_OK = Status.OK.value
+_AGENT_OPS = (_OP_INVOKE_AGENT, _OP_INVOKE_WORKFLOW)
 _CONTENT_PAIRS = (
     (Attr.CONTENT_REF, Attr.CONTENT),
     (Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS),
@@ -40,6 +73,7 @@ _CONTENT_PAIRS = (
 )
 
 
+_DECISIONS = frozenset(k.value for k in DecisionKind)
 _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
 
 
@@ -47,6 +81,8 @@ _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
 class Conversion:
     trace: dict[str, Any]
     contents: dict[str, str]  # content ref -> JSON text (only what was captured)
+    orphans: int = 0  # spans whose parent was missing, plus parent cycles broken
+    problems: list[str] = field(default_factory=list)  # data the converter had to leave out or repair
 
 
 class _Ev:
@@ -64,6 +100,28 @@ class _Ev:
 def _put(data: dict[str, Any], key: str, value: Any) -> None:
     if value is not None and value != "" and value != []:
         data[key] = value
+
+
+def _text(value: Any) -> str | None:
+    """Attribute text as a string (offline data may carry any type)."""
+    if value is None or value == "":
+        return None
+    return value if type(value) is str else str(value)
+
+
+def _number(value: Any) -> int | None:
+    """A non-negative integer attribute (token counts, fan-out index), or None."""
+    if type(value) is int:
+        return value if value >= 0 else None
+    if type(value) is float and value.is_integer() and value >= 0:
+        return int(value)
+    if type(value) is str and value.isdigit():
+        return int(value)
+    return None
+
+
+def _count(value: Any) -> int:
+    return _number(value) or 0
 
 
 def _list(value: Any) -> list[str]:
@@ -85,6 +143,7 @@ class _Builder:
         self.contents: dict[str, str] = {}
         self.rewards: dict[str, float] = {}
         self.orphans = 0
+        self.problems: list[str] = []
         self.spawn_links: list[tuple[_Ev, _Ev]] = []
         self.spawn_of_scope: dict[str, _Ev] = {}
         self.agent_spans: list[tuple[SpanRecord, int]] = []
@@ -133,16 +192,18 @@ class _Builder:
             op = attrs.get(Attr.OPERATION) if span.scope in _OWN_SCOPES else None
             parent_actor = actor
             if op in _AGENT_OPS:
-                name = attrs.get(Attr.AGENT_NAME) or attrs.get(Attr.WORKFLOW_NAME) or span.name
-                actor, role, depth = str(name), attrs.get(Attr.AGENT_ROLE), depth + 1
-                if op == Operation.INVOKE_AGENT.value:
+                name = _text(attrs.get(Attr.AGENT_NAME)) or _text(attrs.get(Attr.WORKFLOW_NAME)) or span.name or DEFAULT_ACTOR
+                actor, role, depth = str(name), _text(attrs.get(Attr.AGENT_ROLE)), depth + 1
+                if op == _OP_INVOKE_AGENT:
                     self._agent(span, parent_actor, scope, actor, role)
                     self.agent_spans.append((span, depth))
                 scope = span.span_id
-            elif op == Operation.EXECUTE_TOOL.value:
+            elif op == _OP_EXECUTE_TOOL:
                 self._tool(span, actor or DEFAULT_ACTOR, role, scope)
-            elif op == Operation.CHAT.value:
+            elif op == _OP_CHAT:
                 self._llm(span, actor or DEFAULT_ACTOR, role, scope)
+            if op is not None:
+                self._collect_content(attrs)
             for event in span.events:
                 self._span_event(span, event, actor or DEFAULT_ACTOR, role, scope)
             for child in reversed(children.get(span.span_id, ())):
@@ -151,13 +212,12 @@ class _Builder:
     # -- events from spans -------------------------------------------------------------
 
     def _add(self, t_ns: int, span: SpanRecord, data: dict[str, Any], scope: str | None,
-             status: str = Status.OK.value) -> _Ev:
+             status: str = _S_OK) -> _Ev:
         data["span_id"] = span.span_id
         data["status"] = status
         self._seq += 1
         ev = _Ev(t_ns, self._seq, data, scope)
         self.events.append(ev)
-        self._collect_content(span.attributes)
         return ev
 
     def _agent(self, span: SpanRecord, parent: str | None, scope: str | None, name: str, role: Any) -> None:
@@ -165,38 +225,38 @@ class _Builder:
             return
         attrs = span.attributes
         if attrs.get(Attr.AGENT_SPAWNED):
-            data = {"type": EventKind.SPAWN.value, "agent": parent, "to": name}
+            data = {"type": _E_SPAWN, "agent": parent, "to": name}
             _put(data, "role", role)
-            _put(data, "fanout_index", attrs.get(Attr.FANOUT_INDEX))
-            _put(data, "fanout_size", attrs.get(Attr.FANOUT_SIZE))
+            _put(data, "fanout_index", _number(attrs.get(Attr.FANOUT_INDEX)))
+            _put(data, "fanout_size", _number(attrs.get(Attr.FANOUT_SIZE)))
             self.spawn_of_scope[span.span_id] = self._add(span.start_ns, span, data, scope)
-        data = {"type": EventKind.RETURN.value, "agent": name, "from": name, "to": parent}
+        data = {"type": _E_RETURN, "agent": name, "from": name, "to": parent}
         _put(data, "role", role)
-        _put(data, "content_ref", attrs.get(Attr.OUTPUT_REF))
-        _put(data, "outcome", attrs.get(Attr.OUTCOME))
+        _put(data, "content_ref", _text(attrs.get(Attr.OUTPUT_REF)))
+        _put(data, "outcome", _text(attrs.get(Attr.OUTCOME)))
         self._add(span.end_ns, span, data, span.span_id, _status(span))
 
     def _tool(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
         attrs = span.attributes
         tool = str(attrs.get(Attr.TOOL_NAME) or span.name)
-        call_id = attrs.get(Attr.TOOL_CALL_ID)
-        call = {"type": EventKind.TOOL_CALL.value, "agent": actor, "tool": tool}
+        call_id = _text(attrs.get(Attr.TOOL_CALL_ID))
+        call = {"type": _E_TOOL_CALL, "agent": actor, "tool": tool}
         _put(call, "role", role)
         _put(call, "call_id", call_id)
-        _put(call, "content_ref", attrs.get(Attr.INPUT_REF))
+        _put(call, "content_ref", _text(attrs.get(Attr.INPUT_REF)))
         self._add(span.start_ns, span, call, scope)
-        result = {"type": EventKind.TOOL_RESULT.value, "agent": tool, "tool": tool, "to": actor}
+        result = {"type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
         _put(result, "call_id", call_id)
-        _put(result, "content_ref", attrs.get(Attr.OUTPUT_REF))
-        _put(result, "outcome", attrs.get(Attr.OUTCOME))
+        _put(result, "content_ref", _text(attrs.get(Attr.OUTPUT_REF)))
+        _put(result, "outcome", _text(attrs.get(Attr.OUTCOME)))
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
         attrs = span.attributes
         model = str(attrs.get(Attr.RESPONSE_MODEL) or attrs.get(Attr.REQUEST_MODEL) or "unknown")
         data: dict[str, Any] = {
-            "type": EventKind.MESSAGE.value,
-            "channel": Channel.LLM.value,
+            "type": _E_MESSAGE,
+            "channel": _CH_LLM,
             "agent": actor,
             "from": actor,
             "to": model,
@@ -204,69 +264,72 @@ class _Builder:
             "duration_s": _seconds(span.end_ns - span.start_ns),
         }
         _put(data, "role", role)
-        _put(data, "provider", attrs.get(Attr.PROVIDER))
-        _put(data, "input_tokens", attrs.get(Attr.INPUT_TOKENS))
-        _put(data, "output_tokens", attrs.get(Attr.OUTPUT_TOKENS))
-        _put(data, "input_ref", attrs.get(Attr.INPUT_REF))
-        _put(data, "content_ref", attrs.get(Attr.OUTPUT_REF))
+        _put(data, "provider", _text(attrs.get(Attr.PROVIDER)))
+        _put(data, "input_tokens", _number(attrs.get(Attr.INPUT_TOKENS)))
+        _put(data, "output_tokens", _number(attrs.get(Attr.OUTPUT_TOKENS)))
+        _put(data, "input_ref", _text(attrs.get(Attr.INPUT_REF)))
+        _put(data, "content_ref", _text(attrs.get(Attr.OUTPUT_REF)))
         self._add(span.start_ns, span, data, scope, _status(span))
 
     def _span_event(self, span: SpanRecord, event: EventRecord, actor: str, role: Any, scope: str | None) -> None:
         attrs = event.attributes
         name = event.name
         if name == SpanEvent.DECISION:
+            decision = attrs.get(Attr.DECISION)
+            if decision not in _DECISIONS:
+                self.problems.append(f"span {span.span_id}: unknown decision kind {decision!r}; event left out")
+                return
             targets = _list(attrs.get(Attr.TARGETS))
-            data: dict[str, Any] = {
-                "type": EventKind.ORCHESTRATOR_DECISION.value,
-                "agent": actor,
-                "decision": str(attrs.get(Attr.DECISION) or DecisionKind.DELEGATE.value),
-            }
+            data: dict[str, Any] = {"type": _E_ORCHESTRATOR_DECISION, "agent": actor, "decision": decision}
             _put(data, "role", role)
             _put(data, "to", ",".join(targets))
             _put(data, "targets", targets)
             if Attr.OPTIONS in attrs:
                 data["options"] = _list(attrs.get(Attr.OPTIONS))
-            reason = attrs.get(Attr.STOP_REASON)
+            reason = _text(attrs.get(Attr.STOP_REASON))
+            if decision == _D_STOP and reason is None:
+                reason = "unspecified"
+                self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
-            _put(data, "source", attrs.get(Attr.STOP_SOURCE))
-            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
-            status = Status.ERROR.value if reason == StopReason.ERROR.value else Status.OK.value
+            _put(data, "source", _text(attrs.get(Attr.STOP_SOURCE)))
+            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
+            status = _S_ERROR if reason == _R_ERROR else _S_OK
             self._add(event.time_ns, span, data, scope, status)
             self._collect_content(attrs)
         elif name == SpanEvent.MESSAGE:
             sender = str(attrs.get(Attr.SENDER) or actor)
             recipients = _list(attrs.get(Attr.RECIPIENTS))
             data = {
-                "type": EventKind.MESSAGE.value,
-                "channel": Channel.AGENT.value,
+                "type": _E_MESSAGE,
+                "channel": _CH_AGENT,
                 "agent": sender,
                 "from": sender,
-                "decision": DecisionKind.COMMUNICATE.value,
+                "decision": _D_COMMUNICATE,
             }
             _put(data, "to", ",".join(recipients))
             _put(data, "recipients", recipients)
-            _put(data, "message_type", attrs.get(Attr.MESSAGE_TYPE))
-            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put(data, "message_type", _text(attrs.get(Attr.MESSAGE_TYPE)))
+            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.AGGREGATE:
-            data = {"type": EventKind.AGGREGATE.value, "agent": actor, "decision": DecisionKind.AGGREGATE.value}
+            data = {"type": _E_AGGREGATE, "agent": actor, "decision": _D_AGGREGATE}
             _put(data, "role", role)
             if Attr.SOURCES in attrs:
                 data["sources"] = _list(attrs.get(Attr.SOURCES))
-            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.HUMAN_INTERVENTION:
-            data = {"type": EventKind.HUMAN_INTERVENTION.value, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
-            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
-            _put(data, "resume_of", attrs.get(Attr.RESUME_OF))
+            data = {"type": _E_HUMAN_INTERVENTION, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
+            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
+            _put(data, "resume_of", _text(attrs.get(Attr.RESUME_OF)))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.SAFETY:
-            data = {"type": EventKind.SAFETY_EVENT.value, "agent": actor}
-            _put(data, "kind", attrs.get(Attr.SAFETY_KIND))
-            _put(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            data = {"type": _E_SAFETY_EVENT, "agent": actor}
+            _put(data, "kind", _text(attrs.get(Attr.SAFETY_KIND)))
+            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
             self._add(event.time_ns, span, data, scope)
         elif name == SpanEvent.REWARD:
             try:
@@ -274,6 +337,9 @@ class _Builder:
             except (TypeError, ValueError):
                 return
             key = str(attrs.get(Attr.REWARD_NAME) or "reward")
+            target = _text(attrs.get(Attr.REWARD_TARGET))
+            if target is not None:  # a reward for one agent (or role, tool...): "name@target"
+                key = f"{key}@{target}"
             self.rewards[key] = self.rewards.get(key, 0.0) + value
 
     def _collect_content(self, attrs: Mapping[str, Any]) -> None:
@@ -290,25 +356,25 @@ class _Builder:
         """A finished run has a stop decision; an incomplete one gets one saying so."""
         root = min(self.roots, key=lambda s: (s.start_ns, s.span_id))
         incomplete = not complete or self.orphans > 0
-        has_stop = any(ev.data.get("decision") == DecisionKind.STOP.value for ev in self.events)
+        has_stop = any(ev.data.get("decision") == _D_STOP for ev in self.events)
         if has_stop and not incomplete:
             return
         if incomplete:
-            reason = StopReason.INCOMPLETE.value
+            reason = _R_INCOMPLETE
         elif root.status == "error":
-            reason = StopReason.ERROR.value
+            reason = _R_ERROR
         else:
-            reason = StopReason.END.value
+            reason = _R_END
         end = max(s.end_ns for s in self.by_id.values())
         actor = str(root.attributes.get(Attr.AGENT_NAME) or root.attributes.get(Attr.WORKFLOW_NAME) or DEFAULT_ACTOR)
         data = {
-            "type": EventKind.ORCHESTRATOR_DECISION.value,
+            "type": _E_ORCHESTRATOR_DECISION,
             "agent": actor,
-            "decision": DecisionKind.STOP.value,
+            "decision": _D_STOP,
             "reason": reason,
             "implied": True,
         }
-        status = Status.ERROR.value if reason == StopReason.ERROR.value else Status.OK.value
+        status = _S_ERROR if reason == _R_ERROR else _S_OK
         self._add(end, root, data, None, status)
 
     def cover_spawns(self) -> None:
@@ -321,16 +387,16 @@ class _Builder:
         delegations: list[tuple[_Ev, Counter[str]]] = []  # whoever delegated: the runtime may do the spawning
         for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
             data = ev.data
-            if data["type"] != EventKind.ORCHESTRATOR_DECISION.value:
+            if data["type"] != _E_ORCHESTRATOR_DECISION:
                 continue
-            if data.get("decision") == DecisionKind.SPAWN.value:
+            if data.get("decision") == _D_SPAWN:
                 spawns_by[data["agent"]].append((ev, Counter(data.get("targets", []))))
-            elif data.get("decision") == DecisionKind.DELEGATE.value:
+            elif data.get("decision") == _D_DELEGATE:
                 delegations.append((ev, Counter(data.get("targets", []))))
         groups: dict[str, tuple[_Ev, int]] = {}  # parent -> (implied decision, earliest child end)
         for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
             data = ev.data
-            if data["type"] != EventKind.SPAWN.value:
+            if data["type"] != _E_SPAWN:
                 continue
             parent, target = data["agent"], data["to"]
             match = None
@@ -347,25 +413,25 @@ class _Builder:
                     groups[parent] = (match, min(group[1], child_end))
                 else:
                     decision_data = {
-                        "type": EventKind.ORCHESTRATOR_DECISION.value,
+                        "type": _E_ORCHESTRATOR_DECISION,
                         "agent": parent,
-                        "decision": DecisionKind.SPAWN.value,
+                        "decision": _D_SPAWN,
                         "targets": [],
                         "implied": True,
                         "span_id": ev.scope or data["span_id"],  # the parent's span
-                        "status": Status.OK.value,
+                        "status": _S_OK,
                     }
                     match = _Ev(ev.t_ns, ev.seq - 0.5, decision_data, ev.scope)  # sorts just before the spawn
                     self.events.append(match)
                     groups[parent] = (match, child_end)
                 match.data["targets"].append(target)
                 match.data["to"] = ",".join(match.data["targets"])
-            if match.data["decision"] == DecisionKind.SPAWN.value:  # a delegation has its causal edge
+            if match.data["decision"] == _D_SPAWN:  # a delegation has its causal edge
                 self.spawn_links.append((match, ev))
 
 
 def _status(span: SpanRecord) -> str:
-    return Status.ERROR.value if span.status == "error" else Status.OK.value
+    return _S_ERROR if span.status == "error" else _S_OK
 
 
 def _seconds(ns: int) -> float:
@@ -393,68 +459,68 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
         ev.data = data
         events.append(data)
     trace_id = next(iter(b.by_id.values())).trace_id
+    roots_first = sorted(b.by_id.values(), key=lambda s: (s.parent_id is not None, s.start_ns))
     trace: dict[str, Any] = {
         "trace_id": trace_id,
-        "task_id": _task_id(b.by_id.values(), trace_id),
+        "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,
     }
-    _put(trace, "system", _first_attr(b.by_id.values(), Attr.SYSTEM))
-    _put(trace, "topology", _first_attr(b.by_id.values(), Attr.TOPOLOGY))
+    _put(trace, "system", _first_attr(roots_first, Attr.SYSTEM))
+    _put(trace, "topology", _first_attr(roots_first, Attr.TOPOLOGY))
     trace["events"] = events
     trace["edges"] = _edges(ordered, b)
     trace["rewards"] = b.rewards
-    trace["costs"] = _costs(events, t_end - t0)
-    trace["metrics"] = _metrics(b, events)
-    return Conversion(trace, b.contents)
+    trace["costs"], trace["metrics"] = _costs_and_metrics(b, events, t_end - t0)
+    return Conversion(trace, b.contents, b.orphans, b.problems)
 
 
-def _first_attr(spans: Iterable[SpanRecord], key: str) -> str | None:
-    for span in sorted(spans, key=lambda s: (s.parent_id is not None, s.start_ns)):
+def _first_attr(roots_first: list[SpanRecord], key: str) -> str | None:
+    for span in roots_first:
         value = span.attributes.get(key)
         if value:
             return str(value)
     return None
 
 
-def _task_id(spans: Iterable[SpanRecord], trace_id: str) -> str:
-    spans = list(spans)
-    return _first_attr(spans, Attr.TASK_ID) or _first_attr(spans, Attr.CONVERSATION_ID) or trace_id
-
-
-def _costs(events: list[dict[str, Any]], wall_ns: int) -> dict[str, float]:
-    llm = [e for e in events if e.get("channel") == Channel.LLM.value]
-    tokens = sum(int(e.get("input_tokens") or 0) + int(e.get("output_tokens") or 0) for e in llm)
-    return {
-        "tokens": tokens,
-        "wall_clock_s": _seconds(wall_ns),
-        "tool_calls": sum(1 for e in events if e["type"] == EventKind.TOOL_CALL.value),
-        "messages": sum(1 for e in events if e["type"] == EventKind.MESSAGE.value and e.get("channel") == Channel.AGENT.value),
-    }
-
-
-def _metrics(b: _Builder, events: list[dict[str, Any]]) -> dict[str, float]:
-    """Trace-level metrics; formulas in docs/trace-format.md#metrics."""
-    tool_results = [e for e in events if e["type"] == EventKind.TOOL_RESULT.value]
-    spawn_sizes = [len(e.get("targets", ())) for e in events if e.get("decision") == DecisionKind.SPAWN.value]
+def _costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -> tuple[dict, dict]:
+    """Trace costs and metrics in one pass; formulas in docs/trace-format.md#metrics."""
+    tokens = tool_calls = messages = llm_calls = errors = results = ok_results = max_fanout = 0
+    for e in events:
+        kind = e["type"]
+        if e["status"] == _S_ERROR:
+            errors += 1
+        if kind == _E_MESSAGE:
+            if e.get("channel") == _CH_LLM:
+                llm_calls += 1
+                tokens += _count(e.get("input_tokens")) + _count(e.get("output_tokens"))
+            else:
+                messages += 1
+        elif kind == _E_TOOL_CALL:
+            tool_calls += 1
+        elif kind == _E_TOOL_RESULT:
+            results += 1
+            ok_results += e["status"] == _S_OK
+        elif e.get("decision") == _D_SPAWN:
+            max_fanout = max(max_fanout, len(e.get("targets", ())))
+    costs = {"tokens": tokens, "wall_clock_s": _seconds(wall_ns), "tool_calls": tool_calls, "messages": messages}
     metrics: dict[str, float] = {
         "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}),
         "max_depth": max((depth for _, depth in b.agent_spans), default=0),
-        "max_fanout": max(spawn_sizes, default=0),
-        "llm_calls": sum(1 for e in events if e.get("channel") == Channel.LLM.value),
-        "error_events": sum(1 for e in events if e["status"] == Status.ERROR.value),
+        "max_fanout": max_fanout,
+        "llm_calls": llm_calls,
+        "error_events": errors,
     }
-    if tool_results:
-        ok = sum(1 for e in tool_results if e["status"] == Status.OK.value)
-        metrics["tool_success_rate"] = round(ok / len(tool_results), 6)
-    return metrics
+    if results:
+        metrics["tool_success_rate"] = round(ok_results / results, 6)
+    return costs, metrics
 
 
 def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
     """Edges derived from span structure and causality (rules in docs/trace-format.md#edges)."""
     edges: dict[tuple[str, str, str], None] = {}
 
-    def add(src: _Ev | None, dst: _Ev | None, kind: EdgeKind) -> None:
+    def add(src: _Ev | None, dst: _Ev | None, kind: str) -> None:
         if src is not None and dst is not None and src is not dst:
-            edges[(src.data["id"], dst.data["id"], kind.value)] = None
+            edges[(src.data["id"], dst.data["id"], kind)] = None
 
     by_agent: dict[str, list[int]] = defaultdict(list)
     involving: dict[str, list[int]] = defaultdict(list)
@@ -462,7 +528,7 @@ def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
         agent = ev.data["agent"]
         by_agent[agent].append(i)
         involving[agent].append(i)
-        if ev.data["type"] == EventKind.SPAWN.value:
+        if ev.data["type"] == _E_SPAWN:
             involving[ev.data["to"]].append(i)
 
     def next_of(index: dict[str, list[int]], who: str, after: int) -> _Ev | None:
@@ -472,15 +538,15 @@ def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
 
     for positions in by_agent.values():
         for a, c in zip(positions, positions[1:]):
-            add(ordered[a], ordered[c], EdgeKind.TEMPORAL)
+            add(ordered[a], ordered[c], _EDGE_TEMPORAL)
     for decision, spawn in b.spawn_links:
-        add(decision, spawn, EdgeKind.SPAWN)
+        add(decision, spawn, _EDGE_SPAWN)
     first_in_scope: dict[str, _Ev] = {}
     for ev in ordered:
         if ev.scope is not None:
             first_in_scope.setdefault(ev.scope, ev)
     for scope, spawn in b.spawn_of_scope.items():
-        add(spawn, first_in_scope.get(scope), EdgeKind.SPAWN)
+        add(spawn, first_in_scope.get(scope), _EDGE_SPAWN)
 
     tool_calls: dict[str, _Ev] = {}
     last_return: dict[tuple[str, str], _Ev] = {}
@@ -488,30 +554,30 @@ def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
     for i, ev in enumerate(ordered):
         data = ev.data
         kind = data["type"]
-        if kind == EventKind.TOOL_CALL.value:
+        if kind == _E_TOOL_CALL:
             tool_calls[data["span_id"]] = ev
-        elif kind == EventKind.TOOL_RESULT.value:
-            add(tool_calls.get(data["span_id"]), ev, EdgeKind.TOOL_DEPENDENCY)
-        elif kind == EventKind.RETURN.value:
-            add(ev, next_of(by_agent, data["to"], i), EdgeKind.RETURN)
+        elif kind == _E_TOOL_RESULT:
+            add(tool_calls.get(data["span_id"]), ev, _EDGE_TOOL_DEPENDENCY)
+        elif kind == _E_RETURN:
+            add(ev, next_of(by_agent, data["to"], i), _EDGE_RETURN)
             last_return[(data["to"], data["agent"])] = ev
             pending_returns[data["to"]].append(ev)
-        elif kind == EventKind.AGGREGATE.value:
+        elif kind == _E_AGGREGATE:
             # every return since this agent's last aggregation (from the named sources, if any)
             pending = pending_returns.pop(data["agent"], [])
             sources = data.get("sources")
             for src in pending:
                 if sources is None or src.data["agent"] in sources:
-                    add(src, ev, EdgeKind.AGGREGATE)
+                    add(src, ev, _EDGE_AGGREGATE)
             for source in sources or ():
                 if not any(src.data["agent"] == source for src in pending):  # returned before the last aggregation
-                    add(last_return.get((data["agent"], source)), ev, EdgeKind.AGGREGATE)
-        elif kind == EventKind.MESSAGE.value and data.get("channel") == Channel.AGENT.value:
+                    add(last_return.get((data["agent"], source)), ev, _EDGE_AGGREGATE)
+        elif kind == _E_MESSAGE and data.get("channel") == _CH_AGENT:
             for recipient in data.get("recipients", ()):
-                add(ev, next_of(involving, recipient, i), EdgeKind.MESSAGE)
-        elif kind == EventKind.ORCHESTRATOR_DECISION.value and data.get("decision") == DecisionKind.DELEGATE.value:
+                add(ev, next_of(involving, recipient, i), _EDGE_MESSAGE)
+        elif kind == _E_ORCHESTRATOR_DECISION and data.get("decision") == _D_DELEGATE:
             for target in data.get("targets", ()):
-                add(ev, next_of(involving, target, i), EdgeKind.CAUSAL)
-        elif kind == EventKind.HUMAN_INTERVENTION.value:
-            add(ev, next_of(by_agent, data["to"], i), EdgeKind.CAUSAL)
+                add(ev, next_of(involving, target, i), _EDGE_CAUSAL)
+        elif kind == _E_HUMAN_INTERVENTION:
+            add(ev, next_of(by_agent, data["to"], i), _EDGE_CAUSAL)
     return [{"src": s, "dst": d, "type": k} for s, d, k in edges]

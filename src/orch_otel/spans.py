@@ -69,8 +69,8 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
         end_ns=span.end_time or span.start_time or 0,
         status=_STATUS.get(span.status.status_code, "unset"),
         status_message=span.status.description or "",
-        attributes=span.attributes or {},
-        events=tuple(EventRecord(e.name, e.timestamp, e.attributes or {}) for e in span.events),
+        attributes=dict(span.attributes) if span.attributes else {},  # plain dicts: fast lookups downstream
+        events=tuple(EventRecord(e.name, e.timestamp, dict(e.attributes) if e.attributes else {}) for e in span.events),
         links=tuple(
             LinkRecord(format(link.context.trace_id, "032x"), format(link.context.span_id, "016x"), link.attributes or {})
             for link in span.links

@@ -192,6 +192,9 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
         reason = f"trace could not be converted: {type(exc).__name__}: {exc}"
         result.problems = [Problem(f"trace {trace_id}", reason, span=s, is_span=True) for s in spans.values()]
         return result
+    if conversion.problems:  # data the converter left out or repaired: reported, not silent
+        repaired = f"trace {trace_id}: " + "; ".join(conversion.problems)
+        result.warning = f"{result.warning}; {repaired}" if result.warning else repaired
     result.contents = conversion.contents
     result.incomplete = any(e.get("reason") == "incomplete" and e.get("decision") == "stop" for e in trace["events"])
     return result
