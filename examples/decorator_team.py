@@ -17,9 +17,11 @@ MAX_ROUNDS = 3
 
 def reply(agent: str, prompt: str) -> str:
     """A stand-in for an LLM call, traced as one."""
-    with orch_otel.llm_call("offline-model", provider="offline", input_messages=[prompt]) as call:
+    messages = [{"role": "system", "content": f"You are the {agent}."}, {"role": "user", "content": prompt}]
+    with orch_otel.llm_call("offline-model", provider="offline", input_messages=messages) as call:
         text = f"{agent} on: {prompt}"
-        call.set_response(text, input_tokens=len(prompt.split()), output_tokens=len(text.split()))
+        call.set_response({"role": "assistant", "content": text}, input_tokens=len(prompt.split()),
+                          output_tokens=len(text.split()))
     return text
 
 
@@ -43,9 +45,9 @@ def critic(answer: float) -> bool:
 
 
 @orch_otel.agent(role="planner")
-def planner(task: str) -> float | None:
+def planner(task: str, max_rounds: int = MAX_ROUNDS) -> float | None:
     reply("planner", task)
-    for attempt in range(1, MAX_ROUNDS + 1):
+    for attempt in range(1, max_rounds + 1):
         orch_otel.delegate("executor", options=["executor", "critic"])
         answer = executor(task, attempt)
         orch_otel.delegate("critic", options=["executor", "critic"])
@@ -58,10 +60,14 @@ def planner(task: str) -> float | None:
     return None
 
 
+def run(task_id: str = "multiply-6-7", max_rounds: int = MAX_ROUNDS) -> float | None:
+    with orch_otel.workflow("calc_team", task_id=task_id, topology="planner_executor_critic"):
+        return planner("what is 6 times 7?", max_rounds)
+
+
 def main() -> None:
     orch_otel.instrument()
-    with orch_otel.workflow("calc_team", task_id="multiply-6-7", topology="planner_executor_critic"):
-        print("answer:", planner("what is 6 times 7?"))
+    print("answer:", run())
     orch_otel.flush()
 
 

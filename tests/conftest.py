@@ -43,6 +43,21 @@ def decisions_of(trace: dict, decision: str) -> list[dict]:
     return [e for e in trace["events"] if e.get("decision") == decision]
 
 
+def instrumentor_fixture(instrumentor_class):
+    """A module-scoped autouse fixture: instrument with ``instrumentor_class``
+    for the module's tests, uninstrument after. Use as
+    ``instrumented = instrumentor_fixture(LangGraphInstrumentor)``."""
+
+    @pytest.fixture(scope="module", autouse=True)
+    def instrumented():
+        instrumentor = instrumentor_class()
+        instrumentor.instrument()
+        yield instrumentor
+        instrumentor.uninstrument()
+
+    return instrumented
+
+
 @pytest.fixture(scope="session")
 def seed_schema() -> dict:
     if not SEED_SCHEMA.is_file():

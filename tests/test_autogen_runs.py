@@ -11,7 +11,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import CancellationToken, SingleThreadedAgentRuntime
-from conftest import check_trace, decisions_of, events_of
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 
 from orch_otel import Attr
 from orch_otel.integrations.autogen import AutoGenInstrumentor
@@ -20,12 +20,7 @@ from orch_otel.integrations.autogen.testing import replay
 TIMEOUT = 20
 
 
-@pytest.fixture(scope="module", autouse=True)
-def instrumented():
-    instrumentor = AutoGenInstrumentor()
-    instrumentor.instrument()
-    yield instrumentor
-    instrumentor.uninstrument()
+instrumented = instrumentor_fixture(AutoGenInstrumentor)
 
 
 def stops(trace: dict) -> list[tuple[str, str]]:

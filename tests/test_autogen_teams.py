@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import autogen_apps as apps
-import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
-from conftest import check_trace, decisions_of, events_of
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 
 from orch_otel import Attr
 from orch_otel.integrations.autogen import AutoGenInstrumentor
@@ -19,12 +18,7 @@ from orch_otel.integrations.autogen.testing import replay, tool_call
 TIMEOUT = 20  # every run is bounded: a hang fails instead of blocking the suite
 
 
-@pytest.fixture(scope="module", autouse=True)
-def instrumented():
-    instrumentor = AutoGenInstrumentor()
-    instrumentor.instrument()
-    yield instrumentor
-    instrumentor.uninstrument()
+instrumented = instrumentor_fixture(AutoGenInstrumentor)
 
 
 async def run(team, task="go") -> TaskResult:

@@ -8,7 +8,7 @@ import warnings
 
 import langgraph_apps as apps
 import pytest
-from conftest import check_trace, decisions_of, events_of
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 from langchain.agents import create_agent
 
 from orch_otel import Attr
@@ -16,13 +16,7 @@ from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.integrations.langgraph.demo import run_demo_app
 from orch_otel.integrations.langgraph.testing import FakeToolCallingModel, ai, tool_call
 
-
-@pytest.fixture(scope="module", autouse=True)
-def instrumented():
-    instrumentor = LangGraphInstrumentor()
-    instrumentor.instrument()
-    yield instrumentor
-    instrumentor.uninstrument()
+instrumented = instrumentor_fixture(LangGraphInstrumentor)
 
 
 def names(captured) -> list[str]:

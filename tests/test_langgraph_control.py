@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import langgraph_apps as apps
 import pytest
-from conftest import check_trace, decisions_of, events_of
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 from langchain_core.tracers.context import _configure_hooks
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
@@ -15,13 +15,7 @@ from orch_otel.content import ContentPolicy
 from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.recorder import get_recorder
 
-
-@pytest.fixture(scope="module", autouse=True)
-def instrumented():
-    instrumentor = LangGraphInstrumentor()
-    instrumentor.instrument()
-    yield instrumentor
-    instrumentor.uninstrument()
+instrumented = instrumentor_fixture(LangGraphInstrumentor)
 
 
 def _interrupt_then_resume(captured, resume_value):

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import langgraph_apps as apps
 import pytest
-from conftest import check_trace, decisions_of, events_of
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import MemorySaver
@@ -31,12 +31,7 @@ STREAM_MODES = ["values", "updates", "checkpoints", "tasks", "debug", "messages"
 SUPERVISOR_SPANS = 17
 
 
-@pytest.fixture(scope="module", autouse=True)
-def instrumented():
-    instrumentor = LangGraphInstrumentor()
-    instrumentor.instrument()
-    yield instrumentor
-    instrumentor.uninstrument()
+instrumented = instrumentor_fixture(LangGraphInstrumentor)
 
 
 def check_supervisor_trace(trace: dict, task_id: str | None = None) -> None:

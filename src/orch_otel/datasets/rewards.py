@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+from ..tracefiles import read_lines
 
 KEYS = ("trace_id", "task_id")
 SUCCESS_NAMES = ("task_success", "success")
@@ -60,17 +60,10 @@ def _records(path: Path):
                     raise OutcomeError(f"{path}:{reader.line_num}: more cells than header fields")
                 yield reader.line_num, row
         return
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise OutcomeError(f"{path}:{lineno}: malformed JSON: {exc}") from None
-            if not isinstance(record, dict):
-                raise OutcomeError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-            yield lineno, record
+    for line in read_lines(path):
+        if line.error is not None:
+            raise OutcomeError(f"{path}:{line.lineno}: {line.error}")
+        yield line.lineno, line.trace
 
 
 @dataclass
