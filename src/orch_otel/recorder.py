@@ -99,12 +99,14 @@ class Invocation:
         span = self._recorder.tracer.start_span(self._name, ctx, SpanKind.INTERNAL, self._attributes, self._links)
         self.span = span
         ctx = trace.set_span_in_context(span, ctx)
+        extra: dict[str, Any] = {}
         if otel_context.get_value(_RUN_KEY, ctx) is None:
-            self._run = _Run()
-            ctx = otel_context.set_value(_RUN_KEY, self._run, ctx)
+            self._run = extra[_RUN_KEY] = _Run()
         agent = self._attributes.get(Attr.AGENT_NAME)
         if agent is not None:
-            ctx = otel_context.set_value(_AGENT_KEY, agent, ctx)
+            extra[_AGENT_KEY] = agent
+        if extra:  # one more context copy, not one per key
+            ctx = otel_context.Context({**ctx, **extra})
         self.context = ctx
         if attach:
             self._token = otel_context.attach(ctx)

@@ -54,6 +54,16 @@ class SpanRecord:
 
 
 _STATUS = {StatusCode.UNSET: "unset", StatusCode.OK: "ok", StatusCode.ERROR: "error"}
+_KIND = {kind: kind.name.lower() for kind in SpanKind}
+
+
+def _plain(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A plain-dict copy (the SDK's attribute mappings copy to a dict at C speed)."""
+    if not mapping:
+        return {}
+    copy = getattr(mapping, "copy", None)
+    result = copy() if copy is not None else None
+    return result if type(result) is dict else dict(mapping)
 
 
 def from_readable_span(span: ReadableSpan) -> SpanRecord:
@@ -69,14 +79,14 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
         end_ns=span.end_time or span.start_time or 0,
         status=_STATUS.get(span.status.status_code, "unset"),
         status_message=span.status.description or "",
-        attributes=dict(span.attributes) if span.attributes else {},  # plain dicts: fast lookups downstream
-        events=tuple(EventRecord(e.name, e.timestamp, dict(e.attributes) if e.attributes else {}) for e in span.events),
+        attributes=_plain(span.attributes),  # plain dicts: fast lookups downstream
+        events=tuple(EventRecord(e.name, e.timestamp, _plain(e.attributes)) for e in span.events),
         links=tuple(
             LinkRecord(format(link.context.trace_id, "032x"), format(link.context.span_id, "016x"), link.attributes or {})
             for link in span.links
         ),
         resource=span.resource.attributes if span.resource is not None else {},
-        kind=span.kind.name.lower(),
+        kind=_KIND.get(span.kind, "internal"),
         scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else "",
     )
 
