@@ -23,12 +23,17 @@ from autogen_agentchat.teams import (
 )
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from orch_otel.integrations.autogen.testing import MODEL_INFO, handoff, ledger, replay, text, tool_call, tool_calls
-
-
-def get_weather(city: str) -> str:
-    """Weather of a city (a sync tool: AutoGen runs it in a worker thread)."""
-    return f"sunny in {city}"
+from orch_otel.integrations.autogen.testing import (  # noqa: F401 (re-exported for the tests)
+    MODEL_INFO,
+    get_weather,
+    handoff,
+    ledger,
+    replay,
+    text,
+    tool_call,
+    tool_calls,
+    weather_round_robin,
+)
 
 
 async def lookup(q: str) -> str:
@@ -39,21 +44,6 @@ async def lookup(q: str) -> str:
 def boom(x: int) -> int:
     """A tool that always fails."""
     raise ValueError("tool exploded")
-
-
-def weather_round_robin() -> RoundRobinGroupChat:
-    """a calls get_weather(Paris) as call_1 (3+5 tokens), reflects "It is sunny" (2+3);
-    b says "Thanks TERMINATE" -> stop "Text 'TERMINATE' mentioned"."""
-    a = AssistantAgent(
-        "a", description="weather agent", tools=[get_weather], reflect_on_tool_use=True,
-        model_client=replay(tool_call("get_weather", {"city": "Paris"}, "call_1", prompt_tokens=3),
-                            text("It is sunny", prompt_tokens=2, completion_tokens=3)),
-    )
-    b = AssistantAgent("b", model_client=replay(text("Thanks TERMINATE")))
-    return RoundRobinGroupChat(
-        [a, b], termination_condition=TextMentionTermination("TERMINATE") | MaxMessageTermination(10),
-        name="weather_team",
-    )
 
 
 def two_agent_round_robin(max_messages: int = 3) -> RoundRobinGroupChat:

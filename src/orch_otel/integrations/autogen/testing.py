@@ -82,3 +82,29 @@ def ledger(done: bool, next_speaker: str, instruction: str, reason: str = "r") -
 def replay(*outputs: str | CreateResult, model_info: ModelInfo | None = None) -> ReplayChatCompletionClient:
     """A ``ReplayChatCompletionClient`` answering ``outputs`` in order, with function calling on."""
     return ReplayChatCompletionClient(list(outputs), model_info=model_info or MODEL_INFO)
+
+
+def get_weather(city: str) -> str:
+    """Weather of a city (a sync tool: AutoGen runs it in a worker thread)."""
+    return f"sunny in {city}"
+
+
+def weather_round_robin() -> Any:
+    """A small offline team for smoke tests and benchmarks: ``a`` calls
+    ``get_weather(Paris)`` as ``call_1`` (3+5 tokens) and reflects "It is sunny"
+    (2+3); ``b`` says "Thanks TERMINATE", so the run stops with
+    "Text 'TERMINATE' mentioned"."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    a = AssistantAgent(
+        "a", description="weather agent", tools=[get_weather], reflect_on_tool_use=True,
+        model_client=replay(tool_call("get_weather", {"city": "Paris"}, "call_1", prompt_tokens=3),
+                            text("It is sunny", prompt_tokens=2, completion_tokens=3)),
+    )
+    b = AssistantAgent("b", model_client=replay(text("Thanks TERMINATE")))
+    return RoundRobinGroupChat(
+        [a, b], termination_condition=TextMentionTermination("TERMINATE") | MaxMessageTermination(10),
+        name="weather_team",
+    )

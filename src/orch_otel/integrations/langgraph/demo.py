@@ -67,16 +67,17 @@ def _plan(state: TeamState) -> dict[str, Any]:
     return {}
 
 
-def _fan_out(state: TeamState) -> list[Send]:
-    return [Send("worker", {"messages": [HumanMessage(f"research {topic}")]}) for topic in TOPICS]
+def build_research_team(topics: tuple[str, ...] = TOPICS, name: str = "research_team") -> Any:
+    """A team subgraph: ``plan`` fans out with ``Send`` to one ``worker`` agent
+    per topic (model -> ``search`` -> model), ``merge`` fans the notes in."""
 
+    def fan_out(state: TeamState) -> list[Send]:
+        return [Send("worker", {"messages": [HumanMessage(f"research {topic}")]}) for topic in topics]
 
-def _merge(state: TeamState) -> dict[str, Any]:
-    findings = [m.content for m in state.get("messages", []) if isinstance(m, ToolMessage) and m.name == "search"]
-    return {"messages": [AIMessage(f"team notes: {len(findings)} findings", name="research_team")]}
+    def merge(state: TeamState) -> dict[str, Any]:
+        findings = [m for m in state.get("messages", []) if isinstance(m, ToolMessage) and m.name == "search"]
+        return {"messages": [AIMessage(f"team notes: {len(findings)} findings", name=name)]}
 
-
-def build_research_team() -> Any:
     worker_model = FakeToolCallingModel(model_name="worker-llm", by_turn=True, responses=[
         ai(tool_calls=[tool_call("search", {"query": "agent stopping rules"}, "call_search")]),
         ai("summary of the findings"),
@@ -85,15 +86,15 @@ def build_research_team() -> Any:
     team = StateGraph(TeamState)
     team.add_node("plan", _plan)
     team.add_node("worker", worker)
-    team.add_node("merge", _merge)
+    team.add_node("merge", merge)
     team.add_edge(START, "plan")
-    team.add_conditional_edges("plan", _fan_out, ["worker"])
+    team.add_conditional_edges("plan", fan_out, ["worker"])
     team.add_edge("worker", "merge")
     team.add_edge("merge", END)
-    return team.compile(name="research_team")
+    return team.compile(name=name)
 
 
-def build_demo_graph() -> Any:
+def build_demo_graph(name: str = "research_workflow") -> Any:
     """The compiled demo app (a fresh instance per call)."""
     supervisor_model = FakeToolCallingModel(model_name="supervisor-llm", by_turn=True, responses=[
         ai(tool_calls=[tool_call("transfer_to_research_team", {}, "call_to_team")]),
@@ -115,7 +116,7 @@ def build_demo_graph() -> Any:
     graph.add_edge(START, "supervisor")
     graph.add_edge("research_team", "supervisor")
     graph.add_edge("writer", "supervisor")
-    return graph.compile(name="research_workflow")
+    return graph.compile(name=name)
 
 
 async def run_demo_app(task_id: str = "demo-task-1") -> dict:
