@@ -165,14 +165,3 @@ def test_messages_with_capture_on_are_kept_as_one_list():
     kept = ContentPolicy(capture=True).apply(Messages([Msg("m1", "hi")], lambda m: {"role": "user", "content": m.content}))
     assert orjson.loads(kept.text) == [{"role": "user", "content": "hi"}]
     assert kept.ref == ContentPolicy(capture=True).apply([{"role": "user", "content": "hi"}]).ref
-
-
-def test_message_ref_cache_is_bounded():
-    from orch_otel import Messages
-    from orch_otel.content import _MESSAGE_REF_CACHE
-
-    policy = ContentPolicy()
-    view = lambda m: m.content  # noqa: E731
-    for i in range(_MESSAGE_REF_CACHE + 100):
-        policy.apply(Messages([Msg(f"m{i}", "x")], view))
-    assert len(policy._message_refs) == _MESSAGE_REF_CACHE

@@ -24,7 +24,7 @@ Redactor = Callable[[str], str]
 """Takes the JSON text of one piece of content, returns it redacted."""
 
 _REDACTED = "[REDACTED]"
-_MESSAGE_REF_CACHE = 8_192  # recently used messages whose ref is remembered (capture off); about 2 MiB
+_MESSAGE_REF_CACHE = 100_000  # messages whose ref is remembered (capture off)
 
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Provider API keys (OpenAI/Anthropic style, AWS, GitHub, Google, Slack).
@@ -131,9 +131,7 @@ class ContentPolicy:
         for message in messages.items:
             key = _cache_key(message)
             ref = cache.get(key) if key is not None else None
-            if ref is not None:
-                cache.move_to_end(key)  # a live conversation keeps its messages cached
-            else:
+            if ref is None:
                 ref = self.ref_of_text(canonical_json(messages.view(message)))
                 if key is not None:
                     cache[key] = ref
