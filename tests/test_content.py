@@ -129,39 +129,3 @@ def test_spans_carry_content_only_when_captured(captured):
 )
 def test_default_redactor_patterns(text, secret):
     assert secret not in redact_secrets(text)
-
-
-class Msg:
-    """Shaped like a LangChain message: an id and text content."""
-
-    def __init__(self, message_id: str, content: str) -> None:
-        self.id, self.content = message_id, content
-
-
-def test_message_refs_are_cached_per_message_when_capture_is_off():
-    from orch_otel import Messages
-
-    seen: list[str] = []
-
-    def view(message: Msg) -> dict:
-        seen.append(message.id)
-        return {"role": "user", "content": message.content}
-
-    policy = ContentPolicy()
-    chat = [Msg("m1", "hello"), Msg("m2", "how are you")]
-    first = policy.apply(Messages(chat, view))
-    chat.append(Msg("m3", "fine"))
-    second = policy.apply(Messages(chat, view))
-    assert seen == ["m1", "m2", "m3"]  # the second call serialised only the new message
-    assert first.ref != second.ref and first.text is None
-    assert ContentPolicy().apply(Messages(chat, view)).ref == second.ref  # stable across processes' caches
-    edited = [Msg("m1", "hello"), Msg("m2", "how are you?"), Msg("m3", "fine")]  # same id, new text
-    assert policy.apply(Messages(edited, view)).ref != second.ref
-
-
-def test_messages_with_capture_on_are_kept_as_one_list():
-    from orch_otel import Messages
-
-    kept = ContentPolicy(capture=True).apply(Messages([Msg("m1", "hi")], lambda m: {"role": "user", "content": m.content}))
-    assert orjson.loads(kept.text) == [{"role": "user", "content": "hi"}]
-    assert kept.ref == ContentPolicy(capture=True).apply([{"role": "user", "content": "hi"}]).ref

@@ -15,7 +15,7 @@ Hand-written agents use the decorators and helpers::
 
 from ._version import __version__
 from .configure import Instrumentation, flush, instrument, uninstrument
-from .content import ContentPolicy, Messages, redact_secrets
+from .content import ContentPolicy, redact_secrets
 from .converter import Conversion, convert
 from .decorators import (
     agent,
@@ -34,6 +34,7 @@ from .recorder import Recorder, get_recorder, set_recorder
 from .spans import SpanRecord
 from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
 
+
 __all__ = [
     "__version__",
     "Attr",
@@ -43,7 +44,6 @@ __all__ = [
     "EdgeKind",
     "EventKind",
     "Instrumentation",
-    "Messages",
     "Recorder",
     "SpanRecord",
     "StopReason",

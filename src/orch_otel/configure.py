@@ -152,13 +152,9 @@ def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
     ``OTEL_EXPORTER_OTLP_*`` variables (``endpoint`` overrides them)."""
     try:
         if protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                OTLPSpanExporter,
-            )
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
         else:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-                OTLPSpanExporter,
-            )
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:
         raise RuntimeError(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: pip install 'orch-otel[otlp]'"

@@ -12,8 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
@@ -24,7 +23,6 @@ Redactor = Callable[[str], str]
 """Takes the JSON text of one piece of content, returns it redacted."""
 
 _REDACTED = "[REDACTED]"
-_MESSAGE_REF_CACHE = 100_000  # messages whose ref is remembered (capture off)
 
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Provider API keys (OpenAI/Anthropic style, AWS, GitHub, Google, Slack).
@@ -75,26 +73,6 @@ def canonical_json(content: Any) -> str:
     return orjson.dumps(content, default=_json_default, option=_DUMP_OPTIONS).decode()
 
 
-class Messages:
-    """Chat messages as content. With capture off, their ref combines one ref
-    per message, cached by the message's id and text, so a growing
-    conversation costs one serialisation per new message instead of the whole
-    prompt on every model call. With capture on they are kept as one list."""
-
-    __slots__ = ("items", "view")
-
-    def __init__(self, items: Sequence[Any], view: Callable[[Any], Any]) -> None:
-        self.items = items
-        self.view = view  # message -> JSON-ready value
-
-
-def _cache_key(message: Any) -> tuple[str, int] | None:
-    message_id, text = getattr(message, "id", None), getattr(message, "content", None)
-    if type(message_id) is str and type(text) is str:
-        return message_id, hash(text)  # str caches its hash: O(1) after the first call
-    return None
-
-
 class Content(NamedTuple):
     ref: str
     text: str | None  # JSON text, present only when capture is on
@@ -104,7 +82,7 @@ class ContentPolicy:
     """Decides what of a piece of content is kept: always its ref, its text
     only when ``capture`` is on, and then only after the redactors ran."""
 
-    __slots__ = ("capture", "redactors", "_hash_key", "_message_refs")
+    __slots__ = ("capture", "redactors", "_hash_key")
 
     def __init__(
         self,
@@ -115,7 +93,6 @@ class ContentPolicy:
         self.capture = capture
         self.redactors: list[Redactor] = [redact_secrets] if redactors is None else list(redactors)
         self._hash_key = hash_key
-        self._message_refs: OrderedDict[tuple[str, int], str] = OrderedDict()
 
     @classmethod
     def from_env(cls, capture: bool | None = None, redactors: Iterable[Redactor] | None = None) -> ContentPolicy:
@@ -124,21 +101,6 @@ class ContentPolicy:
             redactors=redactors,
             hash_key=env.content_hash_key(),
         )
-
-    def _messages_ref(self, messages: Messages) -> str:
-        cache = self._message_refs
-        refs = []
-        for message in messages.items:
-            key = _cache_key(message)
-            ref = cache.get(key) if key is not None else None
-            if ref is None:
-                ref = self.ref_of_text(canonical_json(messages.view(message)))
-                if key is not None:
-                    cache[key] = ref
-                    if len(cache) > _MESSAGE_REF_CACHE:
-                        cache.popitem(last=False)
-            refs.append(ref)
-        return self.ref_of_text(canonical_json(refs))
 
     def add_redactor(self, redactor: Redactor) -> None:
         self.redactors.append(redactor)
@@ -151,10 +113,6 @@ class ContentPolicy:
         """The ref (and, with capture on, the redacted text) of ``content``."""
         if content is None:
             return None
-        if isinstance(content, Messages):
-            if not self.capture:
-                return Content(self._messages_ref(content), None)
-            content = [content.view(m) for m in content.items]
         text = canonical_json(content)
         if not self.capture:
             return Content(self.ref_of_text(text), None)

@@ -10,14 +10,7 @@ from typing import Any
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import (
-    Link,
-    SpanContext,
-    SpanKind,
-    Status,
-    StatusCode,
-    TraceFlags,
-)
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..offline.pipeline import Options, Summary, convert_inputs
 from ..offline.records import Problem

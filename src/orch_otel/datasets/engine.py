@@ -15,15 +15,7 @@ from typing import Any
 import orjson
 
 from .analysis import VIEWS, Config, prepare
-from .reader import (
-    BadTrace,
-    ContentStore,
-    RawLine,
-    RejectSink,
-    content_dirs,
-    iter_raw_lines,
-    parse_trace,
-)
+from .reader import BadTrace, ContentStore, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
 from .rewards import OutcomeError
 from .schema import columns
 from .views import BUILDERS, ContentMissing

@@ -25,13 +25,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ..spans import (
-    SpanRecord,
-    from_readable_span,
-    record_from_dict,
-    record_to_dict,
-    to_readable_span,
-)
+from ..spans import SpanRecord, from_readable_span, record_from_dict, record_to_dict, to_readable_span
 from .batching import AccountedBatchSpanProcessor, LossReport
 
 _log = logging.getLogger(__name__)

@@ -23,14 +23,7 @@ from typing import Any
 import orjson
 
 from ..spans import SpanRecord
-from .pipeline import (
-    Converted,
-    Options,
-    Outputs,
-    Summary,
-    convert_one,
-    record_converted,
-)
+from .pipeline import Converted, Options, Outputs, Summary, convert_one, record_converted
 from .readers import read_file
 from .records import Problem, from_dump, to_dump
 

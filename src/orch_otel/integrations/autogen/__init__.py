@@ -68,33 +68,18 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _instrument(self, **kwargs: Any) -> None:
         # The frameworks are imported only here, after the dependency check.
-        from autogen_agentchat.agents import (
-            AssistantAgent,
-            BaseChatAgent,
-            SocietyOfMindAgent,
-        )
+        from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
         from autogen_agentchat.base import Response, TaskResult, Team
         from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
         from autogen_agentchat.teams._group_chat._base_group_chat import BaseGroupChat
-        from autogen_agentchat.teams._group_chat._base_group_chat_manager import (
-            BaseGroupChatManager,
-        )
-        from autogen_agentchat.teams._group_chat._chat_agent_container import (
-            ChatAgentContainer,
-        )
-        from autogen_agentchat.teams._group_chat._events import (
-            GroupChatAgentResponse,
-            GroupChatRequestPublish,
-        )
-        from autogen_agentchat.teams._group_chat._graph._digraph_group_chat import (
-            GraphFlowManager,
-        )
+        from autogen_agentchat.teams._group_chat._base_group_chat_manager import BaseGroupChatManager
+        from autogen_agentchat.teams._group_chat._chat_agent_container import ChatAgentContainer
+        from autogen_agentchat.teams._group_chat._events import GroupChatAgentResponse, GroupChatRequestPublish
+        from autogen_agentchat.teams._group_chat._graph._digraph_group_chat import GraphFlowManager
         from autogen_agentchat.teams._group_chat._magentic_one._magentic_one_orchestrator import (
             MagenticOneOrchestrator,
         )
-        from autogen_agentchat.teams._group_chat._selector_group_chat import (
-            SelectorGroupChatManager,
-        )
+        from autogen_agentchat.teams._group_chat._selector_group_chat import SelectorGroupChatManager
         from autogen_core._telemetry._tracing import TraceHelper
         from autogen_core.models import ChatCompletionClient, CreateResult
         from autogen_core.tools import BaseStreamTool, BaseTool

@@ -95,10 +95,7 @@ def weather_round_robin() -> Any:
     (2+3); ``b`` says "Thanks TERMINATE", so the run stops with
     "Text 'TERMINATE' mentioned"."""
     from autogen_agentchat.agents import AssistantAgent
-    from autogen_agentchat.conditions import (
-        MaxMessageTermination,
-        TextMentionTermination,
-    )
+    from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
     from autogen_agentchat.teams import RoundRobinGroupChat
 
     a = AssistantAgent(

@@ -15,7 +15,6 @@ from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ...content import Messages
 from ...recorder import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK, Recorder
 from . import _extract as ex
 from ._runs import CALLS_LLM, LLM, NODE, TOOL, WORKFLOW, Run
@@ -143,8 +142,8 @@ class CallsMixin:
                 return
             md = metadata or {}
             model = ex.model_name(md, serialized, kwargs.get("invocation_params"))
-            prompt_content = Messages(prompt[0] if prompt else (), ex.message_view) if chat else list(prompt)
-            run.inv = self.recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_content).start(
+            prompt_view = ex.messages_view(prompt) if chat else list(prompt)
+            run.inv = self.recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view).start(
                 attach=False, parent=context
             )
         except Exception:

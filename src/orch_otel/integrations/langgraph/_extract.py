@@ -9,7 +9,7 @@ Any extractor may fail on an unexpected payload; callers treat a failure as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -24,6 +24,13 @@ def message_view(message: Any) -> dict[str, Any]:
     if call_id:
         view["tool_call_id"] = call_id
     return view
+
+
+def messages_view(batches: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """The prompt of a chat-model call (the first batch: LangGraph sends one)."""
+    if not batches:
+        return []
+    return [message_view(m) for m in batches[0]]
 
 
 def model_name(metadata: Mapping[str, Any] | None, serialized: Mapping[str, Any] | None,
