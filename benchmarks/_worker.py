@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 SUITES = {
@@ -250,7 +251,8 @@ class Worker:
             self.apps[name] = _make_app(self.suite, name)
         return self.apps[name]
 
-    def batch(self, app_name: str, runs: int) -> dict[str, Any]:
+    def _prepared(self, app_name: str, runs: int) -> Callable[[], Awaitable[None]]:
+        """A coroutine function that runs the app ``runs`` times (prepared for them)."""
         app = self.app(app_name)
         if hasattr(app, "prepare"):
             app.prepare(runs)
@@ -258,6 +260,11 @@ class Worker:
         async def go() -> None:
             for _ in range(runs):
                 await app.arun()
+
+        return go
+
+    def batch(self, app_name: str, runs: int) -> dict[str, Any]:
+        go = self._prepared(app_name, runs)
 
         gc.collect()
         self.config.begin()
@@ -318,13 +325,7 @@ class Worker:
     def profile(self, app_name: str, runs: int, out: str) -> dict[str, Any]:
         import cProfile
 
-        app = self.app(app_name)
-        if hasattr(app, "prepare"):
-            app.prepare(runs)
-
-        async def go() -> None:
-            for _ in range(runs):
-                await app.arun()
+        go = self._prepared(app_name, runs)
 
         profiler = cProfile.Profile()
         profiler.enable()
@@ -349,13 +350,7 @@ class Worker:
 
         memory = InMemorySpanExporter()
         self.config.provider.add_span_processor(SimpleSpanProcessor(memory))
-        app = self.app(app_name)
-        if hasattr(app, "prepare"):
-            app.prepare(runs)
-
-        async def go() -> None:
-            for _ in range(runs):
-                await app.arun()
+        go = self._prepared(app_name, runs)
 
         self.loop.run_until_complete(go())
         self.config.flush()
@@ -380,13 +375,7 @@ class Worker:
         if acc is None:
             acc = self._acc = Accumulator()
             acc.install(self.suite)
-        app = self.app(app_name)
-        if hasattr(app, "prepare"):
-            app.prepare(runs)
-
-        async def go() -> None:
-            for _ in range(runs):
-                await app.arun()
+        go = self._prepared(app_name, runs)
 
         acc.reset()
         cpu0 = time.thread_time()
