@@ -22,6 +22,26 @@ import orjson
 TRACE_GLOB = "*.jsonl"
 
 
+class ContentLines:
+    """Content-store lines for refs not written yet; remembers the last
+    ``limit`` refs written, so memory stays bounded."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._written: OrderedDict[str, None] = OrderedDict()
+        self._limit = limit
+
+    def new_lines(self, contents: dict[str, str]) -> bytes:
+        lines = []
+        for ref, text in contents.items():
+            if ref in self._written:
+                continue
+            self._written[ref] = None
+            if len(self._written) > self._limit:
+                self._written.popitem(last=False)
+            lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
+        return b"".join(lines)
+
+
 class TraceWriter:
     """Appends traces and contents to this process's files in ``directory``.
 
@@ -36,8 +56,7 @@ class TraceWriter:
         self.content_path = self.directory / "content" / f"content-{stem}.jsonl"
         self._traces: IO[bytes] | None = None
         self._contents: IO[bytes] | None = None
-        self._written_refs: OrderedDict[str, None] = OrderedDict()
-        self._max_refs = max_remembered_refs
+        self._content_lines = ContentLines(max_remembered_refs)
         self._lock = threading.Lock()
 
     def write(self, trace: dict[str, Any], contents: dict[str, str] | None = None) -> None:
@@ -51,20 +70,13 @@ class TraceWriter:
             self._traces.flush()
 
     def _write_contents(self, contents: dict[str, str]) -> None:
-        lines = []
-        for ref, text in contents.items():
-            if ref in self._written_refs:
-                continue
-            self._written_refs[ref] = None
-            if len(self._written_refs) > self._max_refs:
-                self._written_refs.popitem(last=False)
-            lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
+        lines = self._content_lines.new_lines(contents)
         if not lines:
             return
         if self._contents is None:
             self.content_path.parent.mkdir(parents=True, exist_ok=True)
             self._contents = open(self.content_path, "ab")
-        self._contents.write(b"".join(lines))
+        self._contents.write(lines)
         self._contents.flush()
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .records import KINDS, BadField, Chunk, Problem, _short, span_id_of, trace_id_of, uint_of
+from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 
 _STATUS = {0: "unset", 1: "ok", 2: "error",
            "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
@@ -214,20 +214,11 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
     )
 
 
-def _items(obj: dict, key: str, path: str) -> list:
-    value = obj.get(key)
-    if value is None:
-        return []
-    if type(value) is not list:
-        raise BadField(f"{path}.{key}: expected a list")
-    return value
-
-
 def decode_traces_data(obj: Any, chunk: Chunk) -> None:
     """Add the spans (and problems) of one OTLP JSON ``TracesData`` object to ``chunk``."""
     spans, problems, where = chunk.spans, chunk.problems, chunk.where
     try:
-        resource_spans = _items(obj, "resourceSpans", "")
+        resource_spans = list_field(obj, "resourceSpans", "")
     except BadField as exc:
         problems.append(Problem(where, str(exc), obj))
         return
@@ -240,9 +231,9 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
             if type(res) is not dict:
                 raise BadField(f"{path}.resource: expected an object")
             resource = attributes(res.get("attributes"))
-            scope_spans = _items(rs, "scopeSpans", path)
+            scope_spans = list_field(rs, "scopeSpans", path)
             if "instrumentationLibrarySpans" in rs and not scope_spans:  # pre-1.0 OTLP name
-                scope_spans = _items(rs, "instrumentationLibrarySpans", path)
+                scope_spans = list_field(rs, "instrumentationLibrarySpans", path)
         except BadField as exc:
             problems.append(Problem(where, f"{path}: {exc}" if not str(exc).startswith(path) else str(exc), rs))
             continue
@@ -251,7 +242,7 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
             try:
                 if type(ss) is not dict:
                     raise BadField(f"{spath}: expected an object")
-                items = _items(ss, "spans", spath)
+                items = list_field(ss, "spans", spath)
                 scope = ss.get("scope") or {}
                 scope_name = scope.get("name", "") if type(scope) is dict else None
                 if type(scope_name) is not str:

@@ -28,6 +28,7 @@ import orjson
 
 from ..converter import convert
 from ..spans import SpanRecord
+from ..tracefiles import ContentLines
 from .assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from .readers import input_files, read_file
 from .records import Problem
@@ -92,8 +93,7 @@ class Outputs:
         self._traces: IO[bytes] = open(out, "wb")
         self._q: IO[bytes] | None = None
         self._c: IO[bytes] | None = None
-        self._refs: dict[str, None] = {}
-        self._max_refs = max_remembered_refs
+        self._content_lines = ContentLines(max_remembered_refs)
         self.on_problem = on_problem
 
     def paths(self) -> set[Path]:
@@ -101,19 +101,12 @@ class Outputs:
 
     def trace(self, line: bytes, contents: dict[str, str]) -> None:
         if contents:
-            lines = []
-            for ref, text in contents.items():
-                if ref in self._refs:
-                    continue
-                self._refs[ref] = None
-                if len(self._refs) > self._max_refs:
-                    del self._refs[next(iter(self._refs))]
-                lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
+            lines = self._content_lines.new_lines(contents)
             if lines:
                 if self._c is None:
                     self.contents.parent.mkdir(parents=True, exist_ok=True)
                     self._c = open(self.contents, "wb")
-                self._c.write(b"".join(lines))
+                self._c.write(lines)
         self._traces.write(line)
 
     def problem(self, problem: Problem, summary: Summary) -> None:

@@ -158,12 +158,13 @@ def _str(obj: dict, key: str, default: str = "") -> str:
     return value
 
 
-def _list(obj: dict, key: str) -> list:
+def list_field(obj: dict, key: str, path: str = "") -> list:
+    """``obj[key]`` as a list (absent: empty); anything else is a bad field."""
     value = obj.get(key)
     if value is None:
         return []
     if type(value) is not list:
-        raise BadField(f"{key}: expected a list")
+        raise BadField(f"{path}.{key}: expected a list" if path else f"{key}: expected a list")
     return value
 
 
@@ -190,13 +191,13 @@ def from_dump(obj: dict[str, Any]) -> SpanRecord:
     if type(remote) is not bool:
         raise BadField("parent_is_remote: expected true or false")
     events = []
-    for i, item in enumerate(_list(obj, "events")):
+    for i, item in enumerate(list_field(obj, "events")):
         name, time_ns, attrs = _triple(item, f"events[{i}]")
         if type(name) is not str:
             raise BadField(f"events[{i}]: name must be a string")
         events.append(EventRecord(name, uint_of(time_ns, f"events[{i}] time"), _attrs_in(attrs, f"events[{i}] attributes")))
     links = []
-    for i, item in enumerate(_list(obj, "links")):
+    for i, item in enumerate(list_field(obj, "links")):
         link_trace, link_span, attrs = _triple(item, f"links[{i}]")
         links.append(LinkRecord(trace_id_of(link_trace, f"links[{i}] trace id"), span_id_of(link_span, f"links[{i}] span id"),
                                 _attrs_in(attrs, f"links[{i}] attributes")))
