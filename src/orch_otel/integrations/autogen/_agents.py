@@ -33,13 +33,9 @@ def run_json(recorder: Recorder) -> Callable[..., Any]:
         except Exception:
             telemetry_failed("tool start")
             return await wrapped(*args, **kwargs)
-        try:
+        with inv:  # fails it on an exception (re-raised untouched), else ends it
             result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            inv.fail(exc)
-            raise
-        inv.set_result(result)
-        inv.end()
+            inv.set_result(result)
         return result
 
     return wrapper

@@ -229,13 +229,8 @@ def handle_request(recorder: Recorder, team_type: type) -> Callable[..., Any]:
                 return await wrapped(*args, **kwargs)
             with attached(state.ctx):  # a team participant: its nested run is the turn
                 return await wrapped(*args, **kwargs)
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            inv.fail(exc)
-            raise
-        inv.end()
-        return result
+        with inv:  # fails it on an exception (re-raised untouched), else ends it
+            return await wrapped(*args, **kwargs)
 
     return wrapper
 
