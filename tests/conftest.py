@@ -89,3 +89,24 @@ def run_python(tmp_path):
         return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=tmp_path)
 
     return run
+
+
+@pytest.fixture
+def run_zero_code(run_python):
+    """Run a snippet under ``opentelemetry-instrument`` with only orch-otel's
+    trace-file exporter, writing traces to ``trace_dir``."""
+    import shutil
+
+    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    assert launcher, "opentelemetry-instrument must be installed next to this Python"
+
+    def run(code: str, trace_dir: Path):
+        env = {
+            "OTEL_TRACES_EXPORTER": "orch_otel",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+            "ORCH_OTEL_TRACE_DIR": str(trace_dir),
+        }
+        return run_python(code, env=env, args=[launcher, sys.executable])
+
+    return run

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -98,20 +96,9 @@ def test_exporter_is_registered_for_zero_code_setups():
     assert names.get("orch_otel") == "orch_otel.exporters.trace_file:TraceFileExporter"
 
 
-def test_opentelemetry_instrument_writes_traces_with_no_code(run_python, tmp_path):
-    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
-    assert launcher, "opentelemetry-instrument must be installed next to this Python"
+def test_opentelemetry_instrument_writes_traces_with_no_code(run_zero_code, tmp_path):
     out = tmp_path / "zero-code"
-    result = run_python(
-        RUN_ONE,
-        env={
-            "OTEL_TRACES_EXPORTER": "orch_otel",
-            "OTEL_METRICS_EXPORTER": "none",
-            "OTEL_LOGS_EXPORTER": "none",
-            "ORCH_OTEL_TRACE_DIR": str(out),
-        },
-        args=[launcher, sys.executable],
-    )
+    result = run_zero_code(RUN_ONE, out)
     assert result.returncode == 0, result.stderr
     trace = only_trace(out)
     assert trace["task_id"] == "zero"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -252,20 +251,9 @@ print(out["messages"][-1].content)
 """
 
 
-def test_opentelemetry_instrument_zero_code(run_python, tmp_path):
-    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
-    assert launcher, "opentelemetry-instrument must be installed next to this Python"
+def test_opentelemetry_instrument_zero_code(run_zero_code, tmp_path):
     trace_dir = tmp_path / "traces"
-    result = run_python(
-        ZERO_CODE_APP,
-        env={
-            "OTEL_TRACES_EXPORTER": "orch_otel",
-            "OTEL_METRICS_EXPORTER": "none",
-            "OTEL_LOGS_EXPORTER": "none",
-            "ORCH_OTEL_TRACE_DIR": str(trace_dir),
-        },
-        args=[launcher, sys.executable],
-    )
+    result = run_zero_code(ZERO_CODE_APP, trace_dir)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "The report is ready."
     files = sorted(trace_dir.glob("traces-*.jsonl"))
