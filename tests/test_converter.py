@@ -103,8 +103,9 @@ def test_complete_false_marks_incomplete_even_with_a_recorded_stop():
 def test_parent_cycle_is_broken_not_looped():
     a = span("2000000000000001", "2000000000000002", "invoke_agent x", 0, 10, agent_attrs("x"))
     b = span("2000000000000002", "2000000000000001", "invoke_agent y", 1, 9, agent_attrs("y"))
-    trace = check_trace(convert([a, b]).trace)
-    assert decisions_of(trace, "stop")[0]["reason"] == "incomplete"
+    conversion = convert([a, b])
+    assert decisions_of(check_trace(conversion.trace), "stop")[0]["reason"] == "incomplete"
+    assert conversion.problems == ["parent links form a cycle through span 2000000000000001; written as incomplete"]
 
 
 def test_error_root_without_stop_gets_error_stop():

@@ -163,6 +163,8 @@ class _Builder:
                 roots.append(span)
                 if parent is not None and not span.parent_is_remote:
                     self.orphans += 1
+                    if parent == span.span_id:
+                        self._cycle(span)
         for kids in children.values():
             kids.sort(key=lambda s: (s.start_ns, s.span_id))
         visited: set[str] = set()
@@ -177,6 +179,10 @@ class _Builder:
             rest = [s for s in self.by_id.values() if s.span_id not in visited]
             self.orphans += 1
             pending = [min(rest, key=lambda s: (s.start_ns, s.span_id))]
+            self._cycle(pending[0])
+
+    def _cycle(self, span: SpanRecord) -> None:
+        self.problems.append(f"parent links form a cycle through span {span.span_id}; written as incomplete")
 
     def _visit(self, span: SpanRecord, children: Mapping[str, list[SpanRecord]], visited: set[str],
                actor: str | None, role: str | None, scope: str | None, depth: int) -> None:

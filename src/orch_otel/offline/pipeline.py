@@ -149,28 +149,9 @@ class Converted:
     warning: str | None = None
 
 
-def parent_cycle(spans: dict[str, SpanRecord]) -> str | None:
-    """A span id on a cycle of parent links, or None."""
-    done: set[str] = set()
-    for start in spans:
-        path: set[str] = set()
-        cur: str | None = start
-        while cur is not None and cur in spans and cur not in done:
-            if cur in path:
-                return cur
-            path.add(cur)
-            span = spans[cur]
-            cur = None if span.parent_is_remote else span.parent_id
-        done |= path
-    return None
-
-
 def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, check: bool) -> Converted:
     """Convert one assembled trace; never raises (a failure quarantines its spans)."""
     result = Converted(trace_id, spans=len(spans))
-    cycle = parent_cycle(spans)
-    if cycle is not None:
-        result.warning = f"trace {trace_id}: parent links form a cycle through span {cycle}; written as incomplete"
     try:
         conversion = convert(spans.values(), complete=complete)
         trace = conversion.trace
@@ -185,9 +166,8 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
         reason = f"trace could not be converted: {type(exc).__name__}: {exc}"
         result.problems = [Problem(f"trace {trace_id}", reason, span=s, is_span=True) for s in spans.values()]
         return result
-    if conversion.problems:  # data the converter left out or repaired: reported, not silent
-        repaired = f"trace {trace_id}: " + "; ".join(conversion.problems)
-        result.warning = f"{result.warning}; {repaired}" if result.warning else repaired
+    if conversion.problems:  # cycles broken, data left out or repaired: reported, not silent
+        result.warning = f"trace {trace_id}: " + "; ".join(conversion.problems)
     result.contents = conversion.contents
     result.incomplete = any(e.get("reason") == "incomplete" and e.get("decision") == "stop" for e in trace["events"])
     return result
