@@ -32,12 +32,12 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 SUITES = {
-    "langgraph": ("none", "callbacks_only", "orch_otel", "openinference", "openllmetry"),
+    "langgraph": ("none", "callbacks_only", "sdk_spans", "orch_otel", "openinference", "openllmetry"),
     "autogen": ("none", "builtin", "orch_otel", "openinference"),
 }
 _ENV_OFF = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED",
@@ -182,6 +182,17 @@ class Config:
             raise_error = False
 
         register_configure_hook(ContextVar("bench_noop_handler", default=NoOpHandler()), inheritable=True)  # noqa: B039
+
+    def _setup_sdk_spans(self) -> None:
+        """The in-app floor: bare SDK spans through a minimal handler (``benchmarks/sdk_spans.py``)."""
+        from contextvars import ContextVar
+
+        from langchain_core.tracers.context import register_configure_hook
+
+        from .sdk_spans import BareSpanHandler
+
+        handler = BareSpanHandler(self._sdk_provider(global_=False).get_tracer("bench.sdk_spans"))
+        register_configure_hook(ContextVar("bench_sdk_spans", default=handler), inheritable=True)
 
     def _setup_builtin(self) -> None:
         # AutoGen's runtime and agents trace through the global provider when one is set.

@@ -42,7 +42,8 @@ def test_smoke_runs_every_configuration(bench_python: Path, tmp_path: Path) -> N
     for heading in ("## Capture overhead: LangGraph", "## Capture overhead: AutoGen", "## Floor",
                     "## Memory", "## Where orch-otel's time goes"):
         assert heading in report, heading
-    for label in ("OpenInference", "OpenLLMetry", "AutoGen built-in tracing", "orch-otel `instrument()`"):
+    for label in ("OpenInference", "OpenLLMetry", "AutoGen built-in tracing", "orch-otel `instrument()`",
+                  "in-app floor"):
         assert label in report, label
 
 
