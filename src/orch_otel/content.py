@@ -68,9 +68,9 @@ def _json_default(obj: Any) -> Any:
 _DUMP_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
-def canonical_json(content: Any) -> str:
-    """Canonical JSON text of any content (sorted keys; unknown objects as text)."""
-    return orjson.dumps(content, default=_json_default, option=_DUMP_OPTIONS).decode()
+def canonical_json(content: Any) -> bytes:
+    """Canonical JSON of any content, UTF-8 (sorted keys; unknown objects as text)."""
+    return orjson.dumps(content, default=_json_default, option=_DUMP_OPTIONS)
 
 
 class Content(NamedTuple):
@@ -105,17 +105,19 @@ class ContentPolicy:
     def add_redactor(self, redactor: Redactor) -> None:
         self.redactors.append(redactor)
 
-    def ref_of_text(self, text: str) -> str:
-        digest = hashlib.blake2b(text.encode(), digest_size=16, key=self._hash_key or b"").hexdigest()
+    def ref_of(self, data: bytes) -> str:
+        """The ref of UTF-8 JSON text (keyed when a hash key is set)."""
+        digest = hashlib.blake2b(data, digest_size=16, key=self._hash_key or b"").hexdigest()
         return ("hb2:" if self._hash_key else "b2:") + digest
 
     def apply(self, content: Any) -> Content | None:
         """The ref (and, with capture on, the redacted text) of ``content``."""
         if content is None:
             return None
-        text = canonical_json(content)
-        if not self.capture:
-            return Content(self.ref_of_text(text), None)
+        data = canonical_json(content)
+        if not self.capture:  # hot path: the ref only, straight from orjson's bytes
+            return Content(self.ref_of(data), None)
+        text = data.decode()
         for redactor in self.redactors:
             text = redactor(text)
-        return Content(self.ref_of_text(text), text)
+        return Content(self.ref_of(text.encode()), text)

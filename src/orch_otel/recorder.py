@@ -192,13 +192,16 @@ class LLMInvocation(Invocation):
         span = self.span
         if not span.is_recording():
             return
+        attrs: dict[str, Any] = {}
         if input_tokens is not None:
-            span.set_attribute(Attr.INPUT_TOKENS, int(input_tokens))
+            attrs[Attr.INPUT_TOKENS] = int(input_tokens)
         if output_tokens is not None:
-            span.set_attribute(Attr.OUTPUT_TOKENS, int(output_tokens))
+            attrs[Attr.OUTPUT_TOKENS] = int(output_tokens)
         if response_model:
-            span.set_attribute(Attr.RESPONSE_MODEL, response_model)
-        self._recorder._content_attrs(span, output, Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES)
+            attrs[Attr.RESPONSE_MODEL] = response_model
+        self._recorder._content_into(attrs, output, Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES)
+        if attrs:
+            span.set_attributes(attrs)  # one lock and one validation pass, not one per attribute
 
 
 class Recorder:
