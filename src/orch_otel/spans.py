@@ -13,23 +13,26 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EventRecord:
     name: str
     time_ns: int
     attributes: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LinkRecord:
     trace_id: str
     span_id: str
     attributes: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanRecord:
-    """A finished span. Ids are lowercase hex; times are Unix nanoseconds."""
+    """A finished span. Ids are lowercase hex; times are Unix nanoseconds.
+
+    Records are treated as read-only; they are not frozen because a frozen
+    dataclass costs several times more to build, and readers build millions."""
 
     trace_id: str
     span_id: str
