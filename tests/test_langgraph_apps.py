@@ -219,3 +219,26 @@ async def test_demo_app(captured):
     (stop,) = decisions_of(trace, "stop")
     assert (stop["agent"], stop["reason"]) == ("research_workflow", "end")
     assert len(captured.spans) == 26
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_model_prompts_are_recorded_only_with_capture_on(captured, capture):
+    from orch_otel import ContentPolicy
+    from orch_otel.recorder import Recorder, get_recorder, set_recorder
+
+    old = get_recorder()
+    set_recorder(Recorder(content=ContentPolicy(capture=capture)))
+    try:
+        apps.build_supervisor().invoke(apps.user_input("what is 1+2?"))
+    finally:
+        set_recorder(old)
+    chats = [s for s in captured.spans if s.name.startswith("chat ")]
+    tools = [s for s in captured.spans if s.name.startswith("execute_tool ") and "transfer_to" not in s.name]
+    assert chats and tools  # (handoff tools return a Command: recorded as a handoff message instead)
+    assert all(Attr.OUTPUT_REF in s.attributes for s in chats + tools)  # replies and results: refs always
+    assert all(Attr.INPUT_REF in s.attributes for s in tools)
+    if capture:
+        assert all(s.attributes[Attr.INPUT_MESSAGES].startswith("[") and Attr.INPUT_REF in s.attributes
+                   for s in chats)
+    else:  # no content, and no per-call hash of the whole conversation
+        assert not any(Attr.INPUT_MESSAGES in s.attributes or Attr.INPUT_REF in s.attributes for s in chats)

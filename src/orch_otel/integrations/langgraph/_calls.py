@@ -142,8 +142,11 @@ class CallsMixin:
                 return
             md = metadata or {}
             model = ex.model_name(md, serialized, kwargs.get("invocation_params"))
-            prompt_view = ex.messages_view(prompt) if chat else list(prompt)
-            run.inv = self.recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view).start(
+            recorder = self.recorder
+            prompt_view = None
+            if recorder.content.capture:  # a prompt is the whole conversation so far: no ref per call
+                prompt_view = ex.messages_view(prompt) if chat else list(prompt)
+            run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view).start(
                 attach=False, parent=context
             )
         except Exception:
