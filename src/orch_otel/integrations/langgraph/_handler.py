@@ -62,8 +62,6 @@ from ._runs import (
 _log = logging.getLogger(__name__)
 
 SYSTEM = "langgraph"
-TASK_ID_KEY = "orch.task_id"  # optional run metadata: the trace's task id (default: the thread id)
-TOPOLOGY_KEY = "orch.topology"  # optional run metadata: the trace's topology
 _MAX_INTERRUPTED = 10_000
 
 class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
@@ -104,12 +102,7 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
         if parent is not None and has_step_tag(tags):
             self._node_start(run, parent, md)
             return
-        run.integration = md.get("ls_integration")
-        run.lc_agent = md.get("lc_agent_name")
-        run.node_key = md.get("langgraph_node")
-        run.thread_id = _text(md.get("thread_id"))
-        run.task_id = _text(md.get(TASK_ID_KEY))
-        run.topology = _text(md.get(TOPOLOGY_KEY))
+        run.metadata = md  # a node's metadata is read in _node_start only
         if isinstance(inputs, Command) and inputs.resume is not None:
             run.resume = inputs.resume
         if parent is None:
@@ -319,7 +312,3 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
         scope = run.scope()
         if scope is not None:
             otel_context.attach(scope.inv.context)  # type: ignore[union-attr,arg-type]  # private copy: never detached
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

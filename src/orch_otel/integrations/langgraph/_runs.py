@@ -40,50 +40,70 @@ REACT_MODEL_STEPS = frozenset({"call_model", "acall_model"})
 NO_RESUME = object()
 
 
-class Run:
-    """One open LangChain run. Plain slots: created and read on the hot path."""
+TASK_ID_KEY = "orch.task_id"  # optional run metadata: the trace's task id (default: the thread id)
+TOPOLOGY_KEY = "orch.topology"  # optional run metadata: the trace's topology
+_NO_METADATA: dict[str, Any] = {}
 
-    __slots__ = (
-        "run_id", "parent", "kind", "name", "inv", "why", "root",
-        # metadata kept for classification
-        "node_key", "integration", "lc_agent", "step", "push_index", "triggers",
-        # graph runs
-        "prebuilt", "fanout_size", "finished",
-        # node runs: the agent this node is or hosts
-        "agent_name", "absorbed",
-        # run roots
-        "ambient", "resume", "thread_id", "task_id", "topology", "interrupted",
-        # control flow already recorded by a descendant (handoff)
-        "handoff_done", "handoff_to",
-    )
+
+class Run:
+    """One open LangChain run, created on every callback's hot path: ``__init__``
+    sets four fields, everything else is a class-level default until a run
+    needs its own value, and metadata is read only by the few runs that become
+    graphs, nodes or roots."""
+
+    # what the run is, and the span it owns (if any)
+    kind = OTHER
+    inv: Invocation | None = None
+    why: str | None = None
+    step: int | None = None
+    push_index: int | None = None
+    triggers: Any = None
+    # graph runs
+    prebuilt = False
+    fanout_size: int | None = None
+    finished: list[tuple[Any, str, bool]] | None = None
+    # node runs: the agent this node is or hosts
+    agent_name: str | None = None
+    absorbed = False
+    # run roots
+    ambient: Context | None = None
+    resume: Any = NO_RESUME
+    interrupted = False
+    # control flow already recorded by a descendant (handoff)
+    handoff_done = False
+    handoff_to: str | None = None
+
+    metadata: dict[str, Any] = _NO_METADATA  # LangChain's own dict for the run, never copied
 
     def __init__(self, run_id: UUID, parent: Run | None, name: str) -> None:
         self.run_id = run_id
         self.parent = parent
-        self.kind = OTHER
         self.name = name
-        self.inv: Invocation | None = None
-        self.why: str | None = None
         self.root: Run = parent.root if parent is not None else self
-        self.node_key: str | None = None
-        self.integration: str | None = None
-        self.lc_agent: str | None = None
-        self.step: int | None = None
-        self.push_index: int | None = None
-        self.triggers: Any = None
-        self.prebuilt = False
-        self.fanout_size: int | None = None
-        self.finished: list[tuple[Any, str, bool]] | None = None
-        self.agent_name: str | None = None
-        self.absorbed = False
-        self.ambient: Context | None = None
-        self.resume: Any = NO_RESUME
-        self.thread_id: str | None = None
-        self.task_id: str | None = None
-        self.topology: str | None = None
-        self.interrupted = False
-        self.handoff_done = False
-        self.handoff_to: str | None = None
+
+    @property
+    def node_key(self) -> str | None:
+        return self.metadata.get("langgraph_node")
+
+    @property
+    def integration(self) -> str | None:
+        return self.metadata.get("ls_integration")
+
+    @property
+    def lc_agent(self) -> str | None:
+        return self.metadata.get("lc_agent_name")
+
+    @property
+    def thread_id(self) -> str | None:
+        return _text(self.metadata.get("thread_id"))
+
+    @property
+    def task_id(self) -> str | None:
+        return _text(self.metadata.get(TASK_ID_KEY))
+
+    @property
+    def topology(self) -> str | None:
+        return _text(self.metadata.get(TOPOLOGY_KEY))
 
     def scope(self) -> Run | None:
         """The nearest run, this one included, that owns a span."""
@@ -138,3 +158,7 @@ def joins(triggers: Any) -> bool:
             if isinstance(trigger, str) and trigger.startswith("join:"):
                 return True
     return False
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
