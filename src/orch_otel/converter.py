@@ -9,9 +9,11 @@ The mapping rules are documented in ``docs/trace-format.md``.
 from __future__ import annotations
 
 import bisect
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
+from operator import attrgetter
 from typing import Any
 
 from .spans import EventRecord, SpanRecord
@@ -73,8 +75,17 @@ _CONTENT_PAIRS = (
 )
 
 
+_CONTENT_TEXTS = frozenset(text_key for _, text_key in _CONTENT_PAIRS)
+_A_OPERATION = Attr.OPERATION
+_A_INPUT_REF = Attr.INPUT_REF
+_A_OUTPUT_REF = Attr.OUTPUT_REF
+_A_OUTCOME = Attr.OUTCOME
+
 _DECISIONS = frozenset(k.value for k in DecisionKind)
 _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
+_EVENT_ORDER = attrgetter("t_ns", "seq")
+_SPAN_ORDER = attrgetter("start_ns", "span_id")
+_START, _END = attrgetter("start_ns"), attrgetter("end_ns")
 
 
 @dataclass
@@ -103,7 +114,7 @@ def _put(data: dict[str, Any], key: str, value: Any) -> None:
 
 
 def _text(value: Any) -> str | None:
-    """Attribute text as a string (offline data may carry any type)."""
+    """Attribute text as a non-empty string, or None (offline data may carry any type)."""
     if value is None or value == "":
         return None
     return value if type(value) is str else str(value)
@@ -148,6 +159,7 @@ class _Builder:
         self.spawn_of_scope: dict[str, _Ev] = {}
         self.agent_spans: list[tuple[SpanRecord, int]] = []
         self.roots: list[SpanRecord] = []  # spans walked as roots (true roots, orphans, cycle breaks)
+        self.has_stop = False  # a stop decision was recorded
         self._seq = 0
 
     # -- tree walk -------------------------------------------------------------------
@@ -166,9 +178,9 @@ class _Builder:
                     if parent == span.span_id:
                         self._cycle(span)
         for kids in children.values():
-            kids.sort(key=lambda s: (s.start_ns, s.span_id))
+            kids.sort(key=_SPAN_ORDER)
         visited: set[str] = set()
-        pending = sorted(roots, key=lambda s: (s.start_ns, s.span_id))
+        pending = sorted(roots, key=_SPAN_ORDER)
         while True:
             self.roots.extend(pending)
             for root in pending:
@@ -178,7 +190,7 @@ class _Builder:
             # Spans caught in a parent cycle: break it at the earliest one.
             rest = [s for s in self.by_id.values() if s.span_id not in visited]
             self.orphans += 1
-            pending = [min(rest, key=lambda s: (s.start_ns, s.span_id))]
+            pending = [min(rest, key=_SPAN_ORDER)]
             self._cycle(pending[0])
 
     def _cycle(self, span: SpanRecord) -> None:
@@ -189,33 +201,39 @@ class _Builder:
         stack = [(span, actor, role, scope, depth)]
         while stack:
             span, actor, role, scope, depth = stack.pop()
-            if span.span_id in visited:
+            span_id = span.span_id
+            if span_id in visited:
                 continue
-            visited.add(span.span_id)
+            visited.add(span_id)
             attrs = span.attributes
             # Only orch-otel's own spans play orchestration roles: other GenAI
             # instrumentations use the same operation names for their own spans.
-            op = attrs.get(Attr.OPERATION) if span.scope in _OWN_SCOPES else None
-            parent_actor = actor
-            if op in _AGENT_OPS:
-                name = _text(attrs.get(Attr.AGENT_NAME)) or _text(attrs.get(Attr.WORKFLOW_NAME)) or span.name or DEFAULT_ACTOR
-                actor, role, depth = str(name), _text(attrs.get(Attr.AGENT_ROLE)), depth + 1
-                if op == _OP_INVOKE_AGENT:
-                    self._agent(span, parent_actor, scope, actor, role)
-                    self.agent_spans.append((span, depth))
-                scope = span.span_id
-            elif op == _OP_EXECUTE_TOOL:
-                self._tool(span, actor or DEFAULT_ACTOR, role, scope)
-            elif op == _OP_CHAT:
-                self._llm(span, actor or DEFAULT_ACTOR, role, scope)
+            op = attrs.get(_A_OPERATION) if span.scope in _OWN_SCOPES else None
             if op is not None:
-                self._collect_content(attrs)
+                parent_actor = actor
+                if op in _AGENT_OPS:
+                    name = _text(attrs.get(Attr.AGENT_NAME)) or _text(attrs.get(Attr.WORKFLOW_NAME)) or span.name or DEFAULT_ACTOR
+                    actor, role, depth = str(name), _text(attrs.get(Attr.AGENT_ROLE)), depth + 1
+                    if op == _OP_INVOKE_AGENT:
+                        self._agent(span, parent_actor, scope, actor, role)
+                        self.agent_spans.append((span, depth))
+                    scope = span_id
+                elif op == _OP_EXECUTE_TOOL:
+                    self._tool(span, actor or DEFAULT_ACTOR, role, scope)
+                elif op == _OP_CHAT:
+                    self._llm(span, actor or DEFAULT_ACTOR, role, scope)
+                if not _CONTENT_TEXTS.isdisjoint(attrs):
+                    self._collect_content(attrs)
             for event in span.events:
                 self._span_event(span, event, actor or DEFAULT_ACTOR, role, scope)
-            for child in reversed(children.get(span.span_id, ())):
-                stack.append((child, actor, role, scope, depth))
+            kids = children.get(span_id)
+            if kids:
+                for child in reversed(kids):
+                    stack.append((child, actor, role, scope, depth))
 
     # -- events from spans -------------------------------------------------------------
+    # Event dicts start with "id" and "t" so that those come first in the output;
+    # both are filled in once the events are ordered.
 
     def _add(self, t_ns: int, span: SpanRecord, data: dict[str, Any], scope: str | None,
              status: str = _S_OK) -> _Ev:
@@ -231,50 +249,59 @@ class _Builder:
             return
         attrs = span.attributes
         if attrs.get(Attr.AGENT_SPAWNED):
-            data = {"type": _E_SPAWN, "agent": parent, "to": name}
+            data = {"id": None, "t": None, "type": _E_SPAWN, "agent": parent, "to": name}
             _put(data, "role", role)
             _put(data, "fanout_index", _number(attrs.get(Attr.FANOUT_INDEX)))
             _put(data, "fanout_size", _number(attrs.get(Attr.FANOUT_SIZE)))
             self.spawn_of_scope[span.span_id] = self._add(span.start_ns, span, data, scope)
-        data = {"type": _E_RETURN, "agent": name, "from": name, "to": parent}
-        _put(data, "role", role)
-        _put(data, "content_ref", _text(attrs.get(Attr.OUTPUT_REF)))
-        _put(data, "outcome", _text(attrs.get(Attr.OUTCOME)))
+        data = {"id": None, "t": None, "type": _E_RETURN, "agent": name, "from": name, "to": parent}
+        if role is not None:
+            data["role"] = role
+        _put(data, "content_ref", _text(attrs.get(_A_OUTPUT_REF)))
+        _put(data, "outcome", _text(attrs.get(_A_OUTCOME)))
         self._add(span.end_ns, span, data, span.span_id, _status(span))
 
     def _tool(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
         attrs = span.attributes
         tool = str(attrs.get(Attr.TOOL_NAME) or span.name)
         call_id = _text(attrs.get(Attr.TOOL_CALL_ID))
-        call = {"type": _E_TOOL_CALL, "agent": actor, "tool": tool}
-        _put(call, "role", role)
-        _put(call, "call_id", call_id)
-        _put(call, "content_ref", _text(attrs.get(Attr.INPUT_REF)))
+        call = {"id": None, "t": None, "type": _E_TOOL_CALL, "agent": actor, "tool": tool}
+        if role is not None:
+            call["role"] = role
+        if call_id is not None:
+            call["call_id"] = call_id
+        _put(call, "content_ref", _text(attrs.get(_A_INPUT_REF)))
         self._add(span.start_ns, span, call, scope)
-        result = {"type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
-        _put(result, "call_id", call_id)
-        _put(result, "content_ref", _text(attrs.get(Attr.OUTPUT_REF)))
-        _put(result, "outcome", _text(attrs.get(Attr.OUTCOME)))
+        result = {"id": None, "t": None, "type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
+        if call_id is not None:
+            result["call_id"] = call_id
+        _put(result, "content_ref", _text(attrs.get(_A_OUTPUT_REF)))
+        _put(result, "outcome", _text(attrs.get(_A_OUTCOME)))
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
         attrs = span.attributes
-        model = str(attrs.get(Attr.RESPONSE_MODEL) or attrs.get(Attr.REQUEST_MODEL) or "unknown")
+        get = attrs.get
+        model = str(get(Attr.RESPONSE_MODEL) or get(Attr.REQUEST_MODEL) or "unknown")
+        duration = span.end_ns - span.start_ns
         data: dict[str, Any] = {
+            "id": None,
+            "t": None,
             "type": _E_MESSAGE,
             "channel": _CH_LLM,
             "agent": actor,
             "from": actor,
             "to": model,
             "model": model,
-            "duration_s": _seconds(span.end_ns - span.start_ns),
+            "duration_s": round(duration / 1e9, 6) if duration > 0 else 0.0,
         }
-        _put(data, "role", role)
-        _put(data, "provider", _text(attrs.get(Attr.PROVIDER)))
-        _put(data, "input_tokens", _number(attrs.get(Attr.INPUT_TOKENS)))
-        _put(data, "output_tokens", _number(attrs.get(Attr.OUTPUT_TOKENS)))
-        _put(data, "input_ref", _text(attrs.get(Attr.INPUT_REF)))
-        _put(data, "content_ref", _text(attrs.get(Attr.OUTPUT_REF)))
+        if role is not None:
+            data["role"] = role
+        _put(data, "provider", _text(get(Attr.PROVIDER)))
+        _put(data, "input_tokens", _number(get(Attr.INPUT_TOKENS)))
+        _put(data, "output_tokens", _number(get(Attr.OUTPUT_TOKENS)))
+        _put(data, "input_ref", _text(get(_A_INPUT_REF)))
+        _put(data, "content_ref", _text(get(_A_OUTPUT_REF)))
         self._add(span.start_ns, span, data, scope, _status(span))
 
     def _span_event(self, span: SpanRecord, event: EventRecord, actor: str, role: Any, scope: str | None) -> None:
@@ -286,7 +313,7 @@ class _Builder:
                 self.problems.append(f"span {span.span_id}: unknown decision kind {decision!r}; event left out")
                 return
             targets = _list(attrs.get(Attr.TARGETS))
-            data: dict[str, Any] = {"type": _E_ORCHESTRATOR_DECISION, "agent": actor, "decision": decision}
+            data: dict[str, Any] = {"id": None, "t": None, "type": _E_ORCHESTRATOR_DECISION, "agent": actor, "decision": decision}
             _put(data, "role", role)
             _put(data, "to", ",".join(targets))
             _put(data, "targets", targets)
@@ -301,11 +328,14 @@ class _Builder:
             _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
             status = _S_ERROR if reason == _R_ERROR else _S_OK
             self._add(event.time_ns, span, data, scope, status)
+            self.has_stop = self.has_stop or decision == _D_STOP
             self._collect_content(attrs)
         elif name == SpanEvent.MESSAGE:
             sender = str(attrs.get(Attr.SENDER) or actor)
             recipients = _list(attrs.get(Attr.RECIPIENTS))
             data = {
+                "id": None,
+                "t": None,
                 "type": _E_MESSAGE,
                 "channel": _CH_AGENT,
                 "agent": sender,
@@ -319,7 +349,7 @@ class _Builder:
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.AGGREGATE:
-            data = {"type": _E_AGGREGATE, "agent": actor, "decision": _D_AGGREGATE}
+            data = {"id": None, "t": None, "type": _E_AGGREGATE, "agent": actor, "decision": _D_AGGREGATE}
             _put(data, "role", role)
             if Attr.SOURCES in attrs:
                 data["sources"] = _list(attrs.get(Attr.SOURCES))
@@ -327,13 +357,13 @@ class _Builder:
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.HUMAN_INTERVENTION:
-            data = {"type": _E_HUMAN_INTERVENTION, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
+            data = {"id": None, "t": None, "type": _E_HUMAN_INTERVENTION, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
             _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
             _put(data, "resume_of", _text(attrs.get(Attr.RESUME_OF)))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.SAFETY:
-            data = {"type": _E_SAFETY_EVENT, "agent": actor}
+            data = {"id": None, "t": None, "type": _E_SAFETY_EVENT, "agent": actor}
             _put(data, "kind", _text(attrs.get(Attr.SAFETY_KIND)))
             _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
             self._add(event.time_ns, span, data, scope)
@@ -360,10 +390,9 @@ class _Builder:
 
     def ensure_stop(self, complete: bool) -> None:
         """A finished run has a stop decision; an incomplete one gets one saying so."""
-        root = min(self.roots, key=lambda s: (s.start_ns, s.span_id))
+        root = min(self.roots, key=_SPAN_ORDER)
         incomplete = not complete or self.orphans > 0
-        has_stop = any(ev.data.get("decision") == _D_STOP for ev in self.events)
-        if has_stop and not incomplete:
+        if self.has_stop and not incomplete:
             return
         if incomplete:
             reason = _R_INCOMPLETE
@@ -371,9 +400,11 @@ class _Builder:
             reason = _R_ERROR
         else:
             reason = _R_END
-        end = max(s.end_ns for s in self.by_id.values())
+        end = max(map(_END, self.by_id.values()))
         actor = str(root.attributes.get(Attr.AGENT_NAME) or root.attributes.get(Attr.WORKFLOW_NAME) or DEFAULT_ACTOR)
         data = {
+            "id": None,
+            "t": None,
             "type": _E_ORCHESTRATOR_DECISION,
             "agent": actor,
             "decision": _D_STOP,
@@ -383,32 +414,36 @@ class _Builder:
         status = _S_ERROR if reason == _R_ERROR else _S_OK
         self._add(end, root, data, None, status)
 
-    def cover_spawns(self) -> None:
+    def cover_spawns(self) -> list[_Ev]:
         """Pair each spawn event with the decision that covers it (the parent's
         spawn decision, or any earlier delegation naming the spawned agent: in
         graph frameworks an agent delegates and the runtime spawns), adding an implied spawn decision
         where none was recorded. Spawns that start while an implied group's
-        first child still runs join that group: one decision per fan-out."""
-        spawns_by: dict[str, list[tuple[_Ev, Counter[str]]]] = defaultdict(list)  # decider -> spawn decisions
-        delegations: list[tuple[_Ev, Counter[str]]] = []  # whoever delegated: the runtime may do the spawning
-        for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
+        first child still runs join that group: one decision per fan-out.
+        Returns every event in time order."""
+        ordered = sorted(self.events, key=_EVENT_ORDER)
+        implied = False
+        # (decision, targets it has not covered yet)
+        spawns_by: dict[str, list[tuple[_Ev, list[str]]]] = defaultdict(list)  # decider -> spawn decisions
+        delegations: list[tuple[_Ev, list[str]]] = []  # whoever delegated: the runtime may do the spawning
+        for ev in ordered:
             data = ev.data
             if data["type"] != _E_ORCHESTRATOR_DECISION:
                 continue
             if data.get("decision") == _D_SPAWN:
-                spawns_by[data["agent"]].append((ev, Counter(data.get("targets", []))))
+                spawns_by[data["agent"]].append((ev, list(data.get("targets", ()))))
             elif data.get("decision") == _D_DELEGATE:
-                delegations.append((ev, Counter(data.get("targets", []))))
+                delegations.append((ev, list(data.get("targets", ()))))
         groups: dict[str, tuple[_Ev, int]] = {}  # parent -> (implied decision, earliest child end)
-        for ev in sorted(self.events, key=lambda e: (e.t_ns, e.seq)):
+        for ev in ordered:
             data = ev.data
             if data["type"] != _E_SPAWN:
                 continue
             parent, target = data["agent"], data["to"]
             match = None
             for decision, left in [*spawns_by.get(parent, ()), *delegations]:
-                if decision.t_ns <= ev.t_ns and left[target] > 0:
-                    left[target] -= 1
+                if decision.t_ns <= ev.t_ns and target in left:
+                    left.remove(target)
                     match = decision
                     break
             if match is None:
@@ -419,6 +454,8 @@ class _Builder:
                     groups[parent] = (match, min(group[1], child_end))
                 else:
                     decision_data = {
+                        "id": None,
+                        "t": None,
                         "type": _E_ORCHESTRATOR_DECISION,
                         "agent": parent,
                         "decision": _D_SPAWN,
@@ -429,11 +466,13 @@ class _Builder:
                     }
                     match = _Ev(ev.t_ns, ev.seq - 0.5, decision_data, ev.scope)  # sorts just before the spawn
                     self.events.append(match)
+                    implied = True
                     groups[parent] = (match, child_end)
                 match.data["targets"].append(target)
                 match.data["to"] = ",".join(match.data["targets"])
             if match.data["decision"] == _D_SPAWN:  # a delegation has its causal edge
                 self.spawn_links.append((match, ev))
+        return sorted(self.events, key=_EVENT_ORDER) if implied else ordered
 
 
 def _status(span: SpanRecord) -> str:
@@ -454,15 +493,14 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     b = _Builder(spans)
     b.walk()
     b.ensure_stop(complete)
-    b.cover_spawns()
-    ordered = sorted(b.events, key=lambda e: (e.t_ns, e.seq))
-    t0 = min(s.start_ns for s in b.by_id.values())
-    t_end = max(s.end_ns for s in b.by_id.values())
+    ordered = b.cover_spawns()
+    t0 = min(map(_START, b.by_id.values()))
+    t_end = max(map(_END, b.by_id.values()))
     events: list[dict[str, Any]] = []
     for index, ev in enumerate(ordered, start=1):
-        data = {"id": f"e{index}", "t": _seconds(ev.t_ns - t0)}
-        data.update(ev.data)
-        ev.data = data
+        data = ev.data
+        data["id"] = f"e{index}"
+        data["t"] = _seconds(ev.t_ns - t0)
         events.append(data)
     trace_id = next(iter(b.by_id.values())).trace_id
     roots_first = sorted(b.by_id.values(), key=lambda s: (s.parent_id is not None, s.start_ns))
@@ -542,9 +580,10 @@ def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
         k = bisect.bisect_right(positions, after)  # type: ignore[arg-type]
         return ordered[positions[k]] if k < len(positions) else None  # type: ignore[index]
 
+    ids = [ev.data["id"] for ev in ordered]
     for positions in by_agent.values():
-        for a, c in zip(positions, positions[1:]):
-            add(ordered[a], ordered[c], _EDGE_TEMPORAL)
+        for a, c in pairwise(positions):
+            edges[(ids[a], ids[c], _EDGE_TEMPORAL)] = None
     for decision, spawn in b.spawn_links:
         add(decision, spawn, _EDGE_SPAWN)
     first_in_scope: dict[str, _Ev] = {}
