@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from .spans import EventRecord, SpanRecord
 from .vocabulary import (
@@ -83,7 +83,6 @@ _A_OUTCOME = Attr.OUTCOME
 
 _DECISIONS = frozenset(k.value for k in DecisionKind)
 _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
-_EVENT_ORDER = attrgetter("t_ns", "seq")
 _SPAN_ORDER = attrgetter("start_ns", "span_id")
 _START, _END = attrgetter("start_ns"), attrgetter("end_ns")
 
@@ -94,23 +93,28 @@ class Conversion:
     contents: dict[str, str]  # content ref -> JSON text (only what was captured)
     orphans: int = 0  # spans whose parent was missing, plus parent cycles broken
     problems: list[str] = field(default_factory=list)  # data the converter had to leave out or repair
+    incomplete: bool = False  # a stop decision has reason "incomplete"
 
 
-class _Ev:
-    """An event under construction; ``data`` becomes the JSON event."""
+class _Ev(NamedTuple):
+    """An event under construction; ``data`` becomes the JSON event. Events
+    sort as tuples: by time, then in the order they were made (``seq`` is unique)."""
 
-    __slots__ = ("t_ns", "seq", "data", "scope")
-
-    def __init__(self, t_ns: int, seq: float, data: dict[str, Any], scope: str | None = None):
-        self.t_ns = t_ns
-        self.seq = seq
-        self.data = data
-        self.scope = scope  # span id of the agent span whose work this event is
+    t_ns: int
+    seq: float
+    data: dict[str, Any]
+    scope: str | None = None  # span id of the agent span whose work this event is
 
 
 def _put(data: dict[str, Any], key: str, value: Any) -> None:
     if value is not None and value != "" and value != []:
         data[key] = value
+
+
+def _put_text(data: dict[str, Any], key: str, value: Any) -> None:
+    """``data[key]`` = the attribute as text, unless it is absent or empty."""
+    if value is not None and value != "":
+        data[key] = value if type(value) is str else str(value)
 
 
 def _text(value: Any) -> str | None:
@@ -160,6 +164,7 @@ class _Builder:
         self.agent_spans: list[tuple[SpanRecord, int]] = []
         self.roots: list[SpanRecord] = []  # spans walked as roots (true roots, orphans, cycle breaks)
         self.has_stop = False  # a stop decision was recorded
+        self.incomplete = False  # a stop decision has reason "incomplete"
         self._seq = 0
 
     # -- tree walk -------------------------------------------------------------------
@@ -257,8 +262,8 @@ class _Builder:
         data = {"id": None, "t": None, "type": _E_RETURN, "agent": name, "from": name, "to": parent}
         if role is not None:
             data["role"] = role
-        _put(data, "content_ref", _text(attrs.get(_A_OUTPUT_REF)))
-        _put(data, "outcome", _text(attrs.get(_A_OUTCOME)))
+        _put_text(data, "content_ref", attrs.get(_A_OUTPUT_REF))
+        _put_text(data, "outcome", attrs.get(_A_OUTCOME))
         self._add(span.end_ns, span, data, span.span_id, _status(span))
 
     def _tool(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
@@ -270,13 +275,13 @@ class _Builder:
             call["role"] = role
         if call_id is not None:
             call["call_id"] = call_id
-        _put(call, "content_ref", _text(attrs.get(_A_INPUT_REF)))
+        _put_text(call, "content_ref", attrs.get(_A_INPUT_REF))
         self._add(span.start_ns, span, call, scope)
         result = {"id": None, "t": None, "type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
         if call_id is not None:
             result["call_id"] = call_id
-        _put(result, "content_ref", _text(attrs.get(_A_OUTPUT_REF)))
-        _put(result, "outcome", _text(attrs.get(_A_OUTCOME)))
+        _put_text(result, "content_ref", attrs.get(_A_OUTPUT_REF))
+        _put_text(result, "outcome", attrs.get(_A_OUTCOME))
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
@@ -297,11 +302,11 @@ class _Builder:
         }
         if role is not None:
             data["role"] = role
-        _put(data, "provider", _text(get(Attr.PROVIDER)))
+        _put_text(data, "provider", get(Attr.PROVIDER))
         _put(data, "input_tokens", _number(get(Attr.INPUT_TOKENS)))
         _put(data, "output_tokens", _number(get(Attr.OUTPUT_TOKENS)))
-        _put(data, "input_ref", _text(get(_A_INPUT_REF)))
-        _put(data, "content_ref", _text(get(_A_OUTPUT_REF)))
+        _put_text(data, "input_ref", get(_A_INPUT_REF))
+        _put_text(data, "content_ref", get(_A_OUTPUT_REF))
         self._add(span.start_ns, span, data, scope, _status(span))
 
     def _span_event(self, span: SpanRecord, event: EventRecord, actor: str, role: Any, scope: str | None) -> None:
@@ -324,11 +329,13 @@ class _Builder:
                 reason = "unspecified"
                 self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
-            _put(data, "source", _text(attrs.get(Attr.STOP_SOURCE)))
-            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
+            _put_text(data, "source", attrs.get(Attr.STOP_SOURCE))
+            _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             status = _S_ERROR if reason == _R_ERROR else _S_OK
             self._add(event.time_ns, span, data, scope, status)
-            self.has_stop = self.has_stop or decision == _D_STOP
+            if decision == _D_STOP:
+                self.has_stop = True
+                self.incomplete = self.incomplete or reason == _R_INCOMPLETE
             self._collect_content(attrs)
         elif name == SpanEvent.MESSAGE:
             sender = str(attrs.get(Attr.SENDER) or actor)
@@ -344,8 +351,8 @@ class _Builder:
             }
             _put(data, "to", ",".join(recipients))
             _put(data, "recipients", recipients)
-            _put(data, "message_type", _text(attrs.get(Attr.MESSAGE_TYPE)))
-            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
+            _put_text(data, "message_type", attrs.get(Attr.MESSAGE_TYPE))
+            _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.AGGREGATE:
@@ -353,19 +360,19 @@ class _Builder:
             _put(data, "role", role)
             if Attr.SOURCES in attrs:
                 data["sources"] = _list(attrs.get(Attr.SOURCES))
-            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
+            _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.HUMAN_INTERVENTION:
             data = {"id": None, "t": None, "type": _E_HUMAN_INTERVENTION, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
-            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
-            _put(data, "resume_of", _text(attrs.get(Attr.RESUME_OF)))
+            _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put_text(data, "resume_of", attrs.get(Attr.RESUME_OF))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.SAFETY:
             data = {"id": None, "t": None, "type": _E_SAFETY_EVENT, "agent": actor}
-            _put(data, "kind", _text(attrs.get(Attr.SAFETY_KIND)))
-            _put(data, "content_ref", _text(attrs.get(Attr.CONTENT_REF)))
+            _put_text(data, "kind", attrs.get(Attr.SAFETY_KIND))
+            _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             self._add(event.time_ns, span, data, scope)
         elif name == SpanEvent.REWARD:
             try:
@@ -396,6 +403,7 @@ class _Builder:
             return
         if incomplete:
             reason = _R_INCOMPLETE
+            self.incomplete = True
         elif root.status == "error":
             reason = _R_ERROR
         else:
@@ -421,7 +429,7 @@ class _Builder:
         where none was recorded. Spawns that start while an implied group's
         first child still runs join that group: one decision per fan-out.
         Returns every event in time order."""
-        ordered = sorted(self.events, key=_EVENT_ORDER)
+        ordered = sorted(self.events)
         implied = False
         # (decision, targets it has not covered yet)
         spawns_by: dict[str, list[tuple[_Ev, list[str]]]] = defaultdict(list)  # decider -> spawn decisions
@@ -472,7 +480,7 @@ class _Builder:
                 match.data["to"] = ",".join(match.data["targets"])
             if match.data["decision"] == _D_SPAWN:  # a delegation has its causal edge
                 self.spawn_links.append((match, ev))
-        return sorted(self.events, key=_EVENT_ORDER) if implied else ordered
+        return sorted(self.events) if implied else ordered
 
 
 def _status(span: SpanRecord) -> str:
@@ -514,7 +522,7 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     trace["edges"] = _edges(ordered, b)
     trace["rewards"] = b.rewards
     trace["costs"], trace["metrics"] = _costs_and_metrics(b, events, t_end - t0)
-    return Conversion(trace, b.contents, b.orphans, b.problems)
+    return Conversion(trace, b.contents, b.orphans, b.problems, b.incomplete)
 
 
 def _first_attr(roots_first: list[SpanRecord], key: str) -> str | None:

@@ -82,6 +82,7 @@ class StreamAssembler:
         tid = span.trace_id
         rooted = self._rooted
         trace = rooted.get(tid)
+        opened = False
         if trace is not None:
             rooted.move_to_end(tid)
         else:
@@ -93,6 +94,7 @@ class StreamAssembler:
                 if closed is not None:
                     return DUPLICATE if span.span_id in closed else LATE
                 trace = self._unrooted[tid] = _Open()
+                opened = True
         known = trace.spans.get(span.span_id)
         if known is not None:
             trace.last = self._seq
@@ -105,10 +107,11 @@ class StreamAssembler:
                 rooted[tid] = trace
         if len(trace.spans) >= self.max_spans_per_trace:
             self._release(tid, complete=False)
-        self._settle()
+        self._settle(opened)
         return ADDED
 
-    def _settle(self) -> None:
+    def _settle(self, opened: bool) -> None:
+        """Release what lingered long enough; if a trace just opened, keep within the bound."""
         rooted, unrooted = self._rooted, self._unrooted
         horizon = self._seq - self.linger
         while rooted:
@@ -116,6 +119,8 @@ class StreamAssembler:
             if trace.last > horizon:
                 break
             self._release(tid, complete=True)
+        if not opened:  # the number of open traces did not grow
+            return
         while len(rooted) + len(unrooted) > self.max_open_traces:
             if rooted:  # a rooted trace is whole but for stragglers: cheaper to release than an unrooted one
                 self._release(next(iter(rooted)), complete=True)

@@ -17,7 +17,19 @@ import math
 from typing import Any
 
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
+from .records import (
+    _SPAN_ID,
+    _ZERO_SPAN,
+    KINDS,
+    BadField,
+    Chunk,
+    Problem,
+    _short,
+    list_field,
+    span_id_of,
+    trace_id_of,
+    uint_of,
+)
 
 _STATUS = {0: "unset", 1: "ok", 2: "error",
            "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
@@ -79,7 +91,7 @@ def _array(x: Any) -> tuple:
     values = x.get("values") or ()
     if type(values) is not list and values != ():
         raise BadField("arrayValue.values: expected a list")
-    return tuple(any_value(v) for v in values)
+    return tuple(map(any_value, values))
 
 
 def _kvlist(x: Any) -> dict:
@@ -117,17 +129,13 @@ def attributes(items: Any) -> dict[str, Any]:
             raise BadField(f"attributes: key must be a string, got {_short(key)}")
         value = kv.get("value")
         if type(value) is dict and len(value) == 1:  # fast path for the common scalar values
-            x = value.get("stringValue")
-            if type(x) is str:
+            ((kind, x),) = value.items()
+            t = type(x)
+            if kind == "stringValue" and t is str or kind == "boolValue" and t is bool:
                 out[key] = x
                 continue
-            x = value.get("intValue")
-            if type(x) is str and x.isascii() and x.isdigit():
+            if kind == "intValue" and t is str and x.isascii() and x.isdigit():
                 out[key] = int(x)
-                continue
-            x = value.get("boolValue")
-            if type(x) is bool:
-                out[key] = x
                 continue
         out[key] = None if value is None else any_value(value)
     return out
@@ -170,17 +178,34 @@ def _links(items: Any) -> tuple[LinkRecord, ...]:
     return tuple(out)
 
 
-def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
-    """One OTLP JSON span object as a span record."""
+def _plain_span_id(value: Any) -> bool:
+    return type(value) is str and _SPAN_ID.match(value) is not None and value != _ZERO_SPAN
+
+
+def _plain_uint(value: Any) -> bool:
+    return type(value) is str and value.isascii() and value.isdigit()
+
+
+def span_of(s: Any, resource: dict[str, Any], scope: str = "", trace_ids: dict[str, str] | None = None) -> SpanRecord:
+    """One OTLP JSON span object as a span record. ``trace_ids`` remembers ids
+    already checked (raw -> normalised): the spans of a batch share a few traces."""
     if type(s) is not dict:
         raise BadField(f"span: expected an object, got {_short(s)}")
-    parent = s.get("parentSpanId")
-    parent_id = span_id_of(parent, "parentSpanId") if parent else None
-    start = uint_of(s.get("startTimeUnixNano", 0), "startTimeUnixNano")
-    end = uint_of(s.get("endTimeUnixNano", 0), "endTimeUnixNano") or start
+    # The Collector's spelling (lowercase hex ids, decimal-string times) is taken
+    # as it is; anything else goes through the full checks.
+    get = s.get
+    parent_id = get("parentSpanId")
+    if not parent_id:
+        parent_id = None
+    elif not _plain_span_id(parent_id):
+        parent_id = span_id_of(parent_id, "parentSpanId")
+    start = get("startTimeUnixNano", 0)
+    start = int(start) if _plain_uint(start) else uint_of(start, "startTimeUnixNano")
+    end = get("endTimeUnixNano", 0)
+    end = (int(end) if _plain_uint(end) else uint_of(end, "endTimeUnixNano")) or start
     if end < start:
         raise BadField("endTimeUnixNano: before startTimeUnixNano")
-    status = s.get("status")
+    status = get("status")
     code, message = "unset", ""
     if status:
         if type(status) is not dict:
@@ -189,24 +214,34 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
         if code is None:
             raise BadField(f"status.code: expected 0, 1 or 2, got {_short(status.get('code'))}")
         message = _text(status, "message")
-    kind = _KIND.get(s.get("kind", 0))
+    kind = _KIND.get(get("kind", 0))
     if kind is None:
-        raise BadField(f"kind: expected a SpanKind (0-5), got {_short(s.get('kind'))}")
-    flags = s.get("flags", 0)
+        raise BadField(f"kind: expected a SpanKind (0-5), got {_short(get('kind'))}")
+    flags = get("flags", 0)
     if type(flags) is not int:
         raise BadField(f"flags: expected an integer, got {_short(flags)}")
+    raw_trace_id = get("traceId")
+    trace_id = trace_ids.get(raw_trace_id) if trace_ids is not None and type(raw_trace_id) is str else None
+    if trace_id is None:
+        trace_id = trace_id_of(raw_trace_id)
+        if trace_ids is not None:
+            trace_ids[raw_trace_id] = trace_id
+    span_id = get("spanId")
+    if not _plain_span_id(span_id):
+        span_id = span_id_of(span_id)
+    events, links = get("events"), get("links")
     return SpanRecord(
-        trace_id_of(s.get("traceId")),
-        span_id_of(s.get("spanId")),
+        trace_id,
+        span_id,
         parent_id,
         _text(s, "name"),
         start,
         end,
         code,
         message,
-        attributes(s.get("attributes")),
-        _events(s.get("events")),
-        _links(s.get("links")),
+        attributes(get("attributes")),
+        _events(events) if events else (),
+        _links(links) if links else (),
         resource,
         parent_id is not None and bool(flags & _IS_REMOTE),
         kind,
@@ -217,6 +252,7 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
 def decode_traces_data(obj: Any, chunk: Chunk) -> None:
     """Add the spans (and problems) of one OTLP JSON ``TracesData`` object to ``chunk``."""
     spans, problems, where = chunk.spans, chunk.problems, chunk.where
+    trace_ids: dict[str, str] = {}
     try:
         resource_spans = list_field(obj, "resourceSpans", "")
     except BadField as exc:
@@ -252,6 +288,6 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
                 continue
             for k, s in enumerate(items):
                 try:
-                    spans.append(span_of(s, resource, scope_name))
+                    spans.append(span_of(s, resource, scope_name, trace_ids))
                 except BadField as exc:
                     problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True))

@@ -171,7 +171,7 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
     if conversion.problems:  # cycles broken, data left out or repaired: reported, not silent
         result.warning = f"trace {trace_id}: " + "; ".join(conversion.problems)
     result.contents = conversion.contents
-    result.incomplete = any(e.get("reason") == "incomplete" and e.get("decision") == "stop" for e in trace["events"])
+    result.incomplete = conversion.incomplete
     return result
 
 
