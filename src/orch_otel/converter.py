@@ -76,10 +76,6 @@ _CONTENT_PAIRS = (
 
 
 _CONTENT_TEXTS = frozenset(text_key for _, text_key in _CONTENT_PAIRS)
-_A_OPERATION = Attr.OPERATION
-_A_INPUT_REF = Attr.INPUT_REF
-_A_OUTPUT_REF = Attr.OUTPUT_REF
-_A_OUTCOME = Attr.OUTCOME
 
 _DECISIONS = frozenset(k.value for k in DecisionKind)
 _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
@@ -213,7 +209,7 @@ class _Builder:
             attrs = span.attributes
             # Only orch-otel's own spans play orchestration roles: other GenAI
             # instrumentations use the same operation names for their own spans.
-            op = attrs.get(_A_OPERATION) if span.scope in _OWN_SCOPES else None
+            op = attrs.get(Attr.OPERATION) if span.scope in _OWN_SCOPES else None
             if op is not None:
                 parent_actor = actor
                 if op in _AGENT_OPS:
@@ -262,8 +258,8 @@ class _Builder:
         data = {"id": None, "t": None, "type": _E_RETURN, "agent": name, "from": name, "to": parent}
         if role is not None:
             data["role"] = role
-        _put_text(data, "content_ref", attrs.get(_A_OUTPUT_REF))
-        _put_text(data, "outcome", attrs.get(_A_OUTCOME))
+        _put_text(data, "content_ref", attrs.get(Attr.OUTPUT_REF))
+        _put_text(data, "outcome", attrs.get(Attr.OUTCOME))
         self._add(span.end_ns, span, data, span.span_id, _status(span))
 
     def _tool(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
@@ -275,20 +271,19 @@ class _Builder:
             call["role"] = role
         if call_id is not None:
             call["call_id"] = call_id
-        _put_text(call, "content_ref", attrs.get(_A_INPUT_REF))
+        _put_text(call, "content_ref", attrs.get(Attr.INPUT_REF))
         self._add(span.start_ns, span, call, scope)
         result = {"id": None, "t": None, "type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
         if call_id is not None:
             result["call_id"] = call_id
-        _put_text(result, "content_ref", attrs.get(_A_OUTPUT_REF))
-        _put_text(result, "outcome", attrs.get(_A_OUTCOME))
+        _put_text(result, "content_ref", attrs.get(Attr.OUTPUT_REF))
+        _put_text(result, "outcome", attrs.get(Attr.OUTCOME))
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
         attrs = span.attributes
         get = attrs.get
         model = str(get(Attr.RESPONSE_MODEL) or get(Attr.REQUEST_MODEL) or "unknown")
-        duration = span.end_ns - span.start_ns
         data: dict[str, Any] = {
             "id": None,
             "t": None,
@@ -298,15 +293,15 @@ class _Builder:
             "from": actor,
             "to": model,
             "model": model,
-            "duration_s": round(duration / 1e9, 6) if duration > 0 else 0.0,
+            "duration_s": _seconds(span.end_ns - span.start_ns),
         }
         if role is not None:
             data["role"] = role
         _put_text(data, "provider", get(Attr.PROVIDER))
         _put(data, "input_tokens", _number(get(Attr.INPUT_TOKENS)))
         _put(data, "output_tokens", _number(get(Attr.OUTPUT_TOKENS)))
-        _put_text(data, "input_ref", get(_A_INPUT_REF))
-        _put_text(data, "content_ref", get(_A_OUTPUT_REF))
+        _put_text(data, "input_ref", get(Attr.INPUT_REF))
+        _put_text(data, "content_ref", get(Attr.OUTPUT_REF))
         self._add(span.start_ns, span, data, scope, _status(span))
 
     def _span_event(self, span: SpanRecord, event: EventRecord, actor: str, role: Any, scope: str | None) -> None:

@@ -17,19 +17,7 @@ import math
 from typing import Any
 
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .records import (
-    _SPAN_ID,
-    _ZERO_SPAN,
-    KINDS,
-    BadField,
-    Chunk,
-    Problem,
-    _short,
-    list_field,
-    span_id_of,
-    trace_id_of,
-    uint_of,
-)
+from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 
 _STATUS = {0: "unset", 1: "ok", 2: "error",
            "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
@@ -178,31 +166,16 @@ def _links(items: Any) -> tuple[LinkRecord, ...]:
     return tuple(out)
 
 
-def _plain_span_id(value: Any) -> bool:
-    return type(value) is str and _SPAN_ID.match(value) is not None and value != _ZERO_SPAN
-
-
-def _plain_uint(value: Any) -> bool:
-    return type(value) is str and value.isascii() and value.isdigit()
-
-
 def span_of(s: Any, resource: dict[str, Any], scope: str = "", trace_ids: dict[str, str] | None = None) -> SpanRecord:
     """One OTLP JSON span object as a span record. ``trace_ids`` remembers ids
     already checked (raw -> normalised): the spans of a batch share a few traces."""
     if type(s) is not dict:
         raise BadField(f"span: expected an object, got {_short(s)}")
-    # The Collector's spelling (lowercase hex ids, decimal-string times) is taken
-    # as it is; anything else goes through the full checks.
     get = s.get
-    parent_id = get("parentSpanId")
-    if not parent_id:
-        parent_id = None
-    elif not _plain_span_id(parent_id):
-        parent_id = span_id_of(parent_id, "parentSpanId")
-    start = get("startTimeUnixNano", 0)
-    start = int(start) if _plain_uint(start) else uint_of(start, "startTimeUnixNano")
-    end = get("endTimeUnixNano", 0)
-    end = (int(end) if _plain_uint(end) else uint_of(end, "endTimeUnixNano")) or start
+    parent = get("parentSpanId")
+    parent_id = span_id_of(parent, "parentSpanId") if parent else None
+    start = uint_of(get("startTimeUnixNano", 0), "startTimeUnixNano")
+    end = uint_of(get("endTimeUnixNano", 0), "endTimeUnixNano") or start
     if end < start:
         raise BadField("endTimeUnixNano: before startTimeUnixNano")
     status = get("status")
@@ -226,13 +199,10 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "", trace_ids: dict[s
         trace_id = trace_id_of(raw_trace_id)
         if trace_ids is not None:
             trace_ids[raw_trace_id] = trace_id
-    span_id = get("spanId")
-    if not _plain_span_id(span_id):
-        span_id = span_id_of(span_id)
     events, links = get("events"), get("links")
     return SpanRecord(
         trace_id,
-        span_id,
+        span_id_of(get("spanId")),
         parent_id,
         _text(s, "name"),
         start,

@@ -81,6 +81,8 @@ def trace_id_of(value: Any, what: str = "traceId") -> str:
 
 def span_id_of(value: Any, what: str = "spanId") -> str:
     if type(value) is str:
+        if _SPAN_ID.match(value) and value != _ZERO_SPAN:  # already lowercase hex: no copy
+            return value
         if len(value) == 16:
             v = value.lower()
             if _SPAN_ID.match(v) and v != _ZERO_SPAN:
