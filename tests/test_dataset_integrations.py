@@ -103,3 +103,33 @@ def test_autogen_team_decisions_and_chat(tmp_path):
     assert {r["agent"] for r in chat} == {"a", "b"}
     b = next(r for r in chat if r["agent"] == "b")
     assert b["messages"][-1]["content"] == "Thanks TERMINATE"
+
+
+def test_parallel_invocations_of_one_agent_are_separate_episodes(tmp_path):
+    """A Send fan-out runs the same ``worker`` agent three times at once, with
+    one tool call id for all: each invocation must be its own conversation."""
+    from langchain_core.messages import HumanMessage
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+    from orch_otel.integrations.langgraph.demo import build_research_team
+
+    topics = ("alpha", "beta", "gamma")
+    (trace,) = _record(tmp_path / "traces", LangGraphInstrumentor(), lambda: build_research_team(topics).invoke(
+        {"messages": [HumanMessage("research everything")]}))
+    worker_spans = {e["span_id"] for e in trace["events"] if e["type"] == "spawn" and e["to"] == "worker"}
+    assert len(worker_spans) == 3
+    assert {e["agent_span_id"] for e in trace["events"] if e["agent"] == "worker"} == worker_spans
+    build([tmp_path / "traces"], tmp_path, Config(view="chat"))
+    chat = [r for r in _rows(tmp_path / "chat.jsonl") if r["agent"] == "worker"]
+    _check_chat(chat)
+    assert sorted(r["episode"] for r in chat) == [0, 1, 2]
+    prompts = []
+    for row in chat:
+        roles = [m["role"] for m in row["messages"]]
+        assert roles == ["user", "assistant", "tool", "assistant"], roles  # one worker's whole run, nothing else
+        prompts.append(row["messages"][0]["content"])
+    assert sorted(prompts) == [f"research {t}" for t in topics]
+    build([tmp_path / "traces"], tmp_path, Config(view="turns"))
+    turns = [t for t in _rows(tmp_path / "turns.jsonl") if t["agent"] == "worker"]
+    calls = [c for t in turns for c in t["tool_calls"]]
+    assert len(calls) == 3 and all(c["status"] == "ok" and c["result"] is not None for c in calls)

@@ -239,6 +239,8 @@ class _Builder:
     def _add(self, t_ns: int, span: SpanRecord, data: dict[str, Any], scope: str | None,
              status: str = _S_OK) -> _Ev:
         data["span_id"] = span.span_id
+        if scope is not None:
+            data["agent_span_id"] = scope
         data["status"] = status
         self._seq += 1
         ev = _Ev(t_ns, self._seq, data, scope)
@@ -467,6 +469,8 @@ class _Builder:
                         "span_id": ev.scope or data["span_id"],  # the parent's span
                         "status": _S_OK,
                     }
+                    if ev.scope is not None:
+                        decision_data["agent_span_id"] = ev.scope
                     match = _Ev(ev.t_ns, ev.seq - 0.5, decision_data, ev.scope)  # sorts just before the spawn
                     self.events.append(match)
                     implied = True

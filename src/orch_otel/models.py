@@ -40,6 +40,10 @@ class Event(BaseModel):
     content_ref: str | None = Field(default=None, description="Stable hash of the content; resolves in the content store when captured.")
     trusted: bool | None = None
     span_id: str = Field(min_length=1, description="The span this event was recorded in.")
+    agent_span_id: str | None = Field(
+        default=None, min_length=1,
+        description="The span of the agent invocation (or run) whose work this event is: it tells apart "
+                    "parallel invocations of one agent name.")
     status: StatusName
     decision: DecisionName | None = Field(default=None, description="Orchestration sub-decision this event is.")
     reason: str | None = Field(default=None, min_length=1, description="Stop reason (stop decisions).")

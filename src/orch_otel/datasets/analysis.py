@@ -54,34 +54,49 @@ class Turn:
 
 
 def find_turns(events: list[dict[str, Any]]) -> list[Turn]:
-    """Turns in trace order. An agent's episode ends at its ``return``; tool
-    calls belong to the agent's latest turn in the same episode (tool calls
-    made before the episode's first LLM call belong to no turn)."""
-    episode_no: dict[str, int] = defaultdict(int)
-    current: dict[str, Turn | None] = {}
+    """Turns in trace order, grouped into episodes: one per agent invocation
+    (``agent_span_id``), numbered per agent name in order of their first turn.
+    Parallel invocations of one agent name (a ``Send`` fan-out) are separate
+    episodes. For traces without ``agent_span_id``, an agent's episode ends at
+    its ``return``. Tool calls belong to the latest turn of the same
+    invocation (tool calls made before its first LLM call belong to no turn)."""
+    episode_of: dict[tuple[str, Any], int] = {}  # open invocation -> its episode number
+    next_episode: dict[str, int] = defaultdict(int)
+    current: dict[tuple[str, Any], Turn] = {}
     counts: dict[str, int] = defaultdict(int)
     turns: list[Turn] = []
-    pending: dict[str, tuple[Turn, int]] = {}  # tool span / call id -> (turn, call position)
+    pending: dict[Any, tuple[Turn, int]] = {}  # tool key -> (turn, call position)
     for i, e in enumerate(events):
         kind, agent = e["type"], e["agent"]
+        invocation = (agent, e.get("agent_span_id"))
         if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
-            turn = Turn(i, (agent, episode_no[agent]), counts[agent])
+            episode = episode_of.get(invocation)
+            if episode is None:
+                episode = episode_of[invocation] = next_episode[agent]
+                next_episode[agent] += 1
+            turn = Turn(i, (agent, episode), counts[agent])
             counts[agent] += 1
-            current[agent] = turn
+            current[invocation] = turn
             turns.append(turn)
         elif kind == EventKind.TOOL_CALL.value:
-            turn = current.get(agent)
+            turn = current.get(invocation)
             if turn is not None:
                 turn.tool_calls.append(i)
-                pending[e.get("call_id") or e.get("span_id") or e["id"]] = (turn, i)
+                pending[_tool_key(e)] = (turn, i)
         elif kind == EventKind.TOOL_RESULT.value:
-            hit = pending.pop(e.get("call_id") or e.get("span_id") or "", None)
+            hit = pending.pop(_tool_key(e), None)
             if hit is not None:
                 hit[0].tool_results[hit[1]] = i
         elif kind == EventKind.RETURN.value:
-            episode_no[agent] += 1
-            current[agent] = None
+            episode_of.pop(invocation, None)
+            current.pop(invocation, None)
     return turns
+
+
+def _tool_key(event: dict[str, Any]) -> Any:
+    """What pairs a tool call with its result: the tool span both were recorded
+    in (call ids repeat across parallel invocations), else the call id."""
+    return event.get("span_id") or event.get("call_id") or event["id"]
 
 
 @dataclass
