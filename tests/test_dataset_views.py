@@ -240,3 +240,24 @@ def test_rewritten_traces_are_replayable_with_their_content(recorded, tmp_path):
     first = build([base / "captured"], tmp_path / "chat_first", Config(view="chat"))
     assert again.rows_written == first.rows_written
     assert (tmp_path / "chat_again" / "chat.jsonl").read_bytes() == (tmp_path / "chat_first" / "chat.jsonl").read_bytes()
+
+
+def test_steps_of_same_named_parallel_agents_go_to_their_own_invocation():
+    """Two ``worker`` invocations run at once, one with 1 model call and one with 3:
+    the critical path is the longer branch, told apart by agent_span_id, not by name."""
+    from orch_otel import testing
+    from orch_otel.datasets.metrics import compute_metrics
+    from orch_otel.recorder import Recorder
+
+    rec = Recorder()
+    with testing.capture() as captured, rec.workflow("team") as run:
+        short = rec.agent("worker", spawned=True, fanout_index=0, fanout_size=2).start(attach=False, parent=run.context)
+        long = rec.agent("worker", spawned=True, fanout_index=1, fanout_size=2).start(attach=False, parent=run.context)
+        for inv in (short, long, long, long):  # interleaved in time
+            rec.llm("m").start(attach=False, parent=inv.context).end()
+        short.end()
+        long.end()
+    (conversion,) = captured.conversions()
+    m = compute_metrics(check_trace(conversion.trace))
+    # the run's own steps (the implied spawn decision and the stop) + the longer branch's 3
+    assert (m["total_steps"], m["critical_steps"]) == (6, 2 + 3)

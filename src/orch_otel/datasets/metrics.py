@@ -47,6 +47,8 @@ class _Invocation:
     start: float
     end: float
     parent_agent: str | None
+    span_id: str | None = None  # the agent's span (the spawn event's span)
+    parent_span_id: str | None = None  # the spawning agent's span (the spawn event's agent_span_id)
     steps: int = 0
     children: list[_Invocation] = field(default_factory=list)
 
@@ -57,15 +59,17 @@ def _invocations(events: list[dict[str, Any]]) -> list[_Invocation]:
     out = []
     for e in events:
         if e["type"] == EventKind.SPAWN.value and e.get("to"):
-            out.append(_Invocation(str(e["to"]), e["t"], returns.get(e.get("span_id"), t_end), e["agent"]))
+            span_id = e.get("span_id")
+            out.append(_Invocation(str(e["to"]), e["t"], returns.get(span_id, t_end), e["agent"],
+                                   span_id, e.get("agent_span_id")))
     out.sort(key=lambda inv: inv.start)
     return out
 
 
 def _innermost(candidates: list[_Invocation], t: float) -> _Invocation | None:
-    """The open invocation with the fewest steps so far (same-named parallel
-    runs cannot be told apart by name: their steps are shared out evenly),
-    the one started last among equals."""
+    """For traces without ``agent_span_id``: the open invocation with the
+    fewest steps so far (same-named parallel runs cannot be told apart by
+    name: their steps are shared out evenly), the one started last among equals."""
     best: _Invocation | None = None
     for inv in candidates:
         if inv.start <= t <= inv.end:
@@ -101,22 +105,29 @@ class StepCounts:
 def count_steps(events: list[dict[str, Any]]) -> StepCounts:
     invocations = _invocations(events)
     by_name: dict[str, list[_Invocation]] = defaultdict(list)
+    by_span: dict[str, _Invocation] = {}
     for inv in invocations:
         by_name[inv.agent].append(inv)
+        if inv.span_id:
+            by_span[inv.span_id] = inv
     root_steps = 0
     by_agent: dict[str, int] = defaultdict(int)
     for e in events:
         if not is_step(e):
             continue
         by_agent[e["agent"]] += 1
-        inv = _innermost(by_name.get(e["agent"], []), e["t"])
+        scope = e.get("agent_span_id")
+        inv = by_span.get(scope) if scope else _innermost(by_name.get(e["agent"], []), e["t"])
         if inv is None:
             root_steps += 1
         else:
             inv.steps += 1
     roots: list[_Invocation] = []
     for inv in invocations:
-        parent = _innermost([p for p in by_name.get(inv.parent_agent or "", []) if p is not inv], inv.start)
+        if inv.parent_span_id:
+            parent = by_span.get(inv.parent_span_id)
+        else:
+            parent = _innermost([p for p in by_name.get(inv.parent_agent or "", []) if p is not inv], inv.start)
         (parent.children if parent is not None else roots).append(inv)
     critical: dict[int, int] = {}
     width = 1 if invocations else 0
