@@ -23,7 +23,8 @@ def record_run(recorder: Recorder) -> None:
             recorder.message({"text": SECRET_TEXT}, recipients=["b"])
             with recorder.tool("fetch", call_id="c1", arguments={"url": "https://bob:hunter2@example.com/x"}) as call:
                 call.set_result("ok")
-            with recorder.llm("m", input_messages=[{"role": "user", "content": "hi"}]) as llm:
+            with recorder.llm("m", input_messages=[{"role": "user", "content": "hi"}],
+                              tool_definitions=[{"name": "lookup", "description": "token=abc.def.ghijklmnop"}]) as llm:
                 llm.set_response([{"role": "assistant", "content": "hello"}], input_tokens=1, output_tokens=1)
 
 
@@ -80,7 +81,7 @@ def test_captured_content_resolves_and_is_redacted(tmp_path):
     record_run(recorder)
     trace = written_trace(exporter)
     contents = load_contents(tmp_path)
-    refs = {e[k] for e in trace["events"] for k in ("content_ref", "input_ref") if k in e}
+    refs = {e[k] for e in trace["events"] for k in ("content_ref", "input_ref", "tools_ref") if k in e}
     assert refs and refs <= set(contents), "every ref resolves in the content store"
     for ref in refs:  # the store holds exactly the text the ref hashes
         assert ref == "b2:" + hashlib.blake2b(contents[ref].encode(), digest_size=16).hexdigest()

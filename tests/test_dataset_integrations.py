@@ -78,7 +78,10 @@ def test_langgraph_supervisor_decisions_and_chat(tmp_path):
     math = next(r for r in chat if r["agent"] == "math_expert")
     assert any(m["role"] == "user" and "1+2" in m["content"] for m in math["messages"])
     assert math["messages"][-1]["content"] == "1 + 2 = 3"
-    assert [t["function"]["name"] for t in math["tools"]] == ["add"]
+    (add,) = math["tools"]  # the definition the model was given, not one guessed from the call
+    assert add["function"]["name"] == "add" and add["function"]["description"] == "Add two numbers."
+    assert add["function"]["parameters"]["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}
+    assert add["function"]["parameters"]["required"] == ["a", "b"]
 
 
 def test_autogen_team_decisions_and_chat(tmp_path):
@@ -103,6 +106,12 @@ def test_autogen_team_decisions_and_chat(tmp_path):
     assert {r["agent"] for r in chat} == {"a", "b"}
     b = next(r for r in chat if r["agent"] == "b")
     assert b["messages"][-1]["content"] == "Thanks TERMINATE"
+    a = next(r for r in chat if r["agent"] == "a")
+    (weather,) = a["tools"]  # the definition the model was given, not one guessed from the call
+    assert weather["function"]["name"] == "get_weather"
+    assert weather["function"]["description"].startswith("Weather of a city")
+    assert weather["function"]["parameters"]["properties"]["city"]["type"] == "string"
+    assert b["tools"] is None  # b was offered no tools
 
 
 def test_parallel_invocations_of_one_agent_are_separate_episodes(tmp_path):

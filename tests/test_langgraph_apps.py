@@ -222,7 +222,7 @@ async def test_demo_app(captured):
 
 
 @pytest.mark.parametrize("capture", [False, True])
-def test_model_prompts_are_recorded_only_with_capture_on(captured, capture):
+def test_model_prompts_and_tools_are_recorded_only_with_capture_on(captured, capture):
     from orch_otel import ContentPolicy
     from orch_otel.recorder import Recorder, get_recorder, set_recorder
 
@@ -237,8 +237,11 @@ def test_model_prompts_are_recorded_only_with_capture_on(captured, capture):
     assert chats and tools  # (handoff tools return a Command: recorded as a handoff message instead)
     assert all(Attr.OUTPUT_REF in s.attributes for s in chats + tools)  # replies and results: refs always
     assert all(Attr.INPUT_REF in s.attributes for s in tools)
+    offered = {s.attributes[Attr.TOOL_DEFINITIONS] for s in chats if Attr.TOOL_DEFINITIONS in s.attributes}
     if capture:
         assert all(s.attributes[Attr.INPUT_MESSAGES].startswith("[") and Attr.INPUT_REF in s.attributes
                    for s in chats)
-    else:  # no content, and no per-call hash of the whole conversation
+        assert any('"name":"add"' in tools for tools in offered)  # the math expert's bound tool
+    else:  # no content, and no per-call hash of the whole conversation or of the tools
         assert not any(Attr.INPUT_MESSAGES in s.attributes or Attr.INPUT_REF in s.attributes for s in chats)
+        assert not offered and not any(Attr.TOOLS_REF in s.attributes for s in chats)

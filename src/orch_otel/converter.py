@@ -72,6 +72,7 @@ _CONTENT_PAIRS = (
     (Attr.INPUT_REF, Attr.INPUT_MESSAGES),
     (Attr.OUTPUT_REF, Attr.TOOL_CALL_RESULT),
     (Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES),
+    (Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS),
 )
 
 
@@ -303,6 +304,7 @@ class _Builder:
         _put(data, "input_tokens", _number(get(Attr.INPUT_TOKENS)))
         _put(data, "output_tokens", _number(get(Attr.OUTPUT_TOKENS)))
         _put_text(data, "input_ref", get(Attr.INPUT_REF))
+        _put_text(data, "tools_ref", get(Attr.TOOLS_REF))
         _put_text(data, "content_ref", get(Attr.OUTPUT_REF))
         self._add(span.start_ns, span, data, scope, _status(span))
 

@@ -324,12 +324,15 @@ class Recorder:
         *,
         provider: str | None = None,
         input_messages: Any = None,
+        tool_definitions: Any = None,
         attributes: dict[str, Any] | None = None,
     ) -> LLMInvocation:
-        """An LLM call (``chat {model}``). Report usage with ``set_response``."""
+        """An LLM call (``chat {model}``). Report usage with ``set_response``.
+        ``tool_definitions``: the tools offered to the model (content, like the prompt)."""
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.CHAT.value, Attr.REQUEST_MODEL: model}
         _put(attrs, Attr.PROVIDER, provider)
         self._content_into(attrs, input_messages, Attr.INPUT_REF, Attr.INPUT_MESSAGES)
+        self._content_into(attrs, tool_definitions, Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS)
         if attributes:
             attrs.update(attributes)
         return LLMInvocation(self, f"chat {model}", attrs)

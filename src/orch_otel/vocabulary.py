@@ -122,6 +122,7 @@ class Attr:
     OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
     INPUT_MESSAGES = "gen_ai.input.messages"  # opt-in content
     OUTPUT_MESSAGES = "gen_ai.output.messages"  # opt-in content
+    TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # opt-in content: the tools offered to the model
     WORKFLOW_NAME = "gen_ai.workflow.name"
     ERROR_TYPE = "error.type"
 
@@ -146,6 +147,7 @@ class Attr:
     CONTENT = "orch.content"  # opt-in content, JSON text
     INPUT_REF = "orch.input.ref"
     OUTPUT_REF = "orch.output.ref"
+    TOOLS_REF = "orch.tools.ref"  # ref of gen_ai.tool.definitions
     REWARD_VALUE = "orch.reward.value"
     REWARD_NAME = "orch.reward.name"
     REWARD_UNIT = "orch.reward.unit"

@@ -22,7 +22,7 @@ from .views import BUILDERS, ContentMissing
 from .writers import open_writer, output_path
 
 ENGINES = ("local", "ray")
-_REF_KEYS = ("content_ref", "input_ref")
+_REF_KEYS = ("content_ref", "input_ref", "tools_ref")
 
 
 @dataclass

@@ -188,6 +188,20 @@ def _tool_schema(name: str, arguments: Any) -> dict[str, Any]:
                                              "parameters": {"type": "object", "properties": props}}}
 
 
+def _offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
+    """The tool definitions recorded for a model call (``tools_ref``), in the
+    OpenAI function format; [] when none were captured."""
+    value = store.value(ref) if ref else None
+    out = []
+    for tool in value if isinstance(value, list) else ():
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            out.append({"type": "function", "function": {
+                "name": function["name"], "description": function.get("description") or "",
+                "parameters": function.get("parameters") or {"type": "object", "properties": {}}}})
+    return out
+
+
 def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
     turns = find_turns(p.events)
     turn_data = turn_rows(p, config, store, turns, need_content=True)
@@ -197,19 +211,27 @@ def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str
     rows = []
     for (agent, episode), items in episodes.items():
         conversation: list[dict[str, Any]] = []
-        tools: dict[str, dict[str, Any]] = {}
+        tools: dict[str, dict[str, Any]] = {}  # recorded definitions; else inferred from the calls
+        inferred: set[str] = set()
         n_steps, last = 0, 0
         for turn, row in items:
+            for tool in _offered_tools(store, p.events[turn.index].get("tools_ref")):
+                tools[tool["function"]["name"]] = tool
+                inferred.discard(tool["function"]["name"])
             extend_conversation(conversation, row["input_messages"] or [])
             reply: dict[str, Any] = {"role": "assistant", "content": row["output"] or ""}
             if row["output_tool_calls"]:
                 reply["tool_calls"] = row["output_tool_calls"]
                 for call in row["output_tool_calls"]:
-                    tools.setdefault(call["function"]["name"], _tool_schema(call["function"]["name"], None))
+                    name = call["function"]["name"]
+                    if name not in tools:
+                        tools[name] = _tool_schema(name, None)
+                        inferred.add(name)
             conversation.append(reply)
             for call in row["tool_calls"]:
-                if call["tool"] and (call["tool"] not in tools or "arguments" in call):
+                if call["tool"] and (call["tool"] not in tools or ("arguments" in call and call["tool"] in inferred)):
                     tools[call["tool"]] = _tool_schema(call["tool"], call.get("arguments"))
+                    inferred.add(call["tool"])
             n_steps += 1 + len(turn.tool_calls)
             last = max([last, turn.index, *turn.tool_calls])
         first = p.events[items[0][0].index]

@@ -62,10 +62,29 @@ def _in_run() -> bool:
 
 
 def _start(recorder: Recorder, client: Any, args: Any, kwargs: Any):
-    messages = arg(args, kwargs, 0, "messages") if recorder.content.capture else None
-    inv = recorder.llm(model_name(client), provider=provider_name(client), input_messages=messages)
+    messages = tools = None
+    if recorder.content.capture:
+        messages = arg(args, kwargs, 0, "messages")
+        tools = _tool_definitions(kwargs.get("tools"))
+    inv = recorder.llm(model_name(client), provider=provider_name(client), input_messages=messages,
+                       tool_definitions=tools)
     inv.start(attach=False)
     return inv, otel_context.set_value(LLM_KEY, True, inv.context)
+
+
+def _tool_definitions(tools: Any) -> list[dict[str, Any]] | None:
+    """The tools offered to the model (``Tool`` objects or ``ToolSchema`` dicts),
+    in the OpenAI function format that chat datasets use."""
+    if not tools:
+        return None
+    out = []
+    for tool in tools:
+        schema = tool if isinstance(tool, dict) else getattr(tool, "schema", None)
+        if isinstance(schema, dict) and schema.get("name"):
+            function = {"name": schema["name"], "description": schema.get("description", ""),
+                        "parameters": schema.get("parameters") or {"type": "object", "properties": {}}}
+            out.append({"type": "function", "function": function})
+    return out or None
 
 
 def _respond(inv: Any, result: Any) -> None:

@@ -141,14 +141,15 @@ class CallsMixin:
             if context is None:
                 return
             md = metadata or {}
-            model = ex.model_name(md, serialized, kwargs.get("invocation_params"))
+            params = kwargs.get("invocation_params")
+            model = ex.model_name(md, serialized, params)
             recorder = self.recorder
-            prompt_view = None
+            prompt_view = tools = None
             if recorder.content.capture:  # a prompt is the whole conversation so far: no ref per call
                 prompt_view = ex.messages_view(prompt) if chat else list(prompt)
-            run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view).start(
-                attach=False, parent=context
-            )
+                tools = ex.tool_definitions(params)
+            run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view,
+                                   tool_definitions=tools).start(attach=False, parent=context)
         except Exception:
             _log.debug("orch-otel: langgraph llm start failed", exc_info=True)
 

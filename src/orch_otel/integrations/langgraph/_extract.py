@@ -53,6 +53,13 @@ def model_name(metadata: Mapping[str, Any] | None, serialized: Mapping[str, Any]
     return "unknown"
 
 
+def tool_definitions(invocation_params: Mapping[str, Any] | None) -> list[Any] | None:
+    """The tools bound to a chat model (``bind_tools`` puts their schemas,
+    usually in OpenAI format, into the call's invocation parameters)."""
+    tools = invocation_params.get("tools") if invocation_params else None
+    return list(tools) if isinstance(tools, (list, tuple)) and tools else None
+
+
 def first_generation_message(response: Any) -> Any:
     generations = getattr(response, "generations", None)
     if generations and generations[0]:

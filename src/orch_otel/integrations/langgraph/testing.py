@@ -28,6 +28,8 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
 __all__ = ["FakeToolCallingModel", "ai", "tool_call"]
@@ -68,9 +70,13 @@ class FakeToolCallingModel(FakeMessagesListChatModel):
         params["ls_model_name"] = self.model_name
         return params
 
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> FakeToolCallingModel:
-        """The scripted responses already name the tools; binding changes nothing."""
-        return self
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable[Any, Any]:
+        """Binds the tools' OpenAI-format schemas, as real chat models do (they
+        reach callbacks in ``invocation_params["tools"]``); the scripted
+        responses already name the tools, so the replies do not change."""
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
 
     def _pick(self, messages: list[BaseMessage]) -> BaseMessage:
         if self.by_turn:
