@@ -13,12 +13,16 @@ from __future__ import annotations
 import orch_otel
 
 MAX_ROUNDS = 3
+CALCULATOR = {"type": "function", "function": {
+    "name": "calculator", "description": "Multiply two numbers written as 'a*b'.",
+    "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]},
+}}
 
 
-def reply(agent: str, prompt: str) -> str:
-    """A stand-in for an LLM call, traced as one."""
+def reply(agent: str, prompt: str, tools: list[dict] | None = None) -> str:
+    """A stand-in for an LLM call, traced as one (``tools``: what the model is offered)."""
     messages = [{"role": "system", "content": f"You are the {agent}."}, {"role": "user", "content": prompt}]
-    with orch_otel.llm_call("offline-model", provider="offline", input_messages=messages) as call:
+    with orch_otel.llm_call("offline-model", provider="offline", input_messages=messages, tools=tools) as call:
         text = f"{agent} on: {prompt}"
         call.set_response({"role": "assistant", "content": text}, input_tokens=len(prompt.split()),
                           output_tokens=len(text.split()))
@@ -33,7 +37,7 @@ def calculator(expression: str) -> float:
 
 @orch_otel.agent(role="executor")
 def executor(task: str, attempt: int) -> float:
-    reply("executor", task)
+    reply("executor", task, tools=[CALCULATOR])
     return calculator("6*7" if attempt > 1 else "6*6")
 
 

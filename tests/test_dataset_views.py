@@ -173,7 +173,11 @@ def test_chat_view_rows_are_trl_conversational(recorded, tmp_path):
         {"role": "assistant", "content": "planner on: what is 6 times 7?"},
     ]
     executor = next(r for r in rows if r["task_id"] == "calc-ok" and r["agent"] == "executor")
-    assert executor["tools"][0]["function"]["name"] == "calculator"
+    (calculator,) = executor["tools"]  # as offered through llm_call(tools=...), not guessed from the call
+    assert calculator["function"]["name"] == "calculator"
+    assert calculator["function"]["description"] == "Multiply two numbers written as 'a*b'."
+    assert calculator["function"]["parameters"]["required"] == ["expression"]
+    assert planner["tools"] is None
 
 
 def test_chat_view_loads_in_datasets_from_hf_and_parquet(recorded, tmp_path):

@@ -224,10 +224,12 @@ def tool(name_or_fn: str | Callable[..., Any] | None = None, *, tool_type: str =
     return traced(fn) if fn is not None else traced
 
 
-def llm_call(model: str, *, provider: str | None = None, input_messages: Any = None) -> Invocation:
-    """Trace your own LLM call: ``with llm_call("gpt-4o", input_messages=msgs) as call:
-    ...; call.set_response(text, input_tokens=..., output_tokens=...)``."""
-    return get_recorder().llm(model, provider=provider, input_messages=input_messages)
+def llm_call(model: str, *, provider: str | None = None, input_messages: Any = None,
+             tools: Any = None) -> Invocation:
+    """Trace your own LLM call: ``with llm_call("gpt-4o", input_messages=msgs, tools=schemas) as call:
+    ...; call.set_response(text, input_tokens=..., output_tokens=...)``. ``tools``: the
+    tool definitions offered to the model (content: recorded like the prompt)."""
+    return get_recorder().llm(model, provider=provider, input_messages=input_messages, tool_definitions=tools)
 
 
 def spawn(*targets: str, options: Iterable[str] | None = None, content: Any = None) -> None:
