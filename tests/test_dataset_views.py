@@ -265,3 +265,20 @@ def test_steps_of_same_named_parallel_agents_go_to_their_own_invocation():
     m = compute_metrics(check_trace(conversion.trace))
     # the run's own steps (the implied spawn decision and the stop) + the longer branch's 3
     assert (m["total_steps"], m["critical_steps"]) == (6, 2 + 3)
+
+
+@pytest.mark.parametrize("recorded_form", [
+    {"type": "function", "function": {"name": "add", "description": "Add.", "parameters": {"type": "object"}}},
+    {"name": "add", "description": "Add.", "parameters": {"type": "object"}},  # AutoGen ToolSchema / bare
+    {"name": "add", "description": "Add.", "input_schema": {"type": "object"}},  # Anthropic, as ChatAnthropic binds
+])
+def test_offered_tools_read_every_bound_form(tmp_path, recorded_form):
+    from orch_otel.datasets import ContentStore
+    from orch_otel.datasets.views import offered_tools
+
+    text = json.dumps([recorded_form, {"description": "no name: left out"}])
+    (tmp_path / "content-1.jsonl").write_text(json.dumps({"ref": "b2:tools", "text": text}) + "\n")
+    store = ContentStore([str(tmp_path)])
+    assert offered_tools(store, "b2:tools") == [
+        {"type": "function", "function": {"name": "add", "description": "Add.", "parameters": {"type": "object"}}}]
+    assert offered_tools(store, "b2:absent") == [] and offered_tools(store, None) == []

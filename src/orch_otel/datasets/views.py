@@ -188,17 +188,20 @@ def _tool_schema(name: str, arguments: Any) -> dict[str, Any]:
                                              "parameters": {"type": "object", "properties": props}}}
 
 
-def _offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
+def offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
     """The tool definitions recorded for a model call (``tools_ref``), in the
-    OpenAI function format; [] when none were captured."""
+    OpenAI function format; [] when none were captured. Accepts the OpenAI
+    form, a bare ``{name, description, parameters}`` and Anthropic's
+    ``input_schema``, which is what chat models bind."""
     value = store.value(ref) if ref else None
     out = []
     for tool in value if isinstance(value, list) else ():
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
+            parameters = function.get("parameters") or function.get("input_schema")
             out.append({"type": "function", "function": {
                 "name": function["name"], "description": function.get("description") or "",
-                "parameters": function.get("parameters") or {"type": "object", "properties": {}}}})
+                "parameters": parameters or {"type": "object", "properties": {}}}})
     return out
 
 
@@ -215,7 +218,7 @@ def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str
         inferred: set[str] = set()
         n_steps, last = 0, 0
         for turn, row in items:
-            for tool in _offered_tools(store, p.events[turn.index].get("tools_ref")):
+            for tool in offered_tools(store, p.events[turn.index].get("tools_ref")):
                 tools[tool["function"]["name"]] = tool
                 inferred.discard(tool["function"]["name"])
             extend_conversation(conversation, row["input_messages"] or [])
