@@ -20,32 +20,19 @@ from pathlib import Path
 
 import orjson
 
-from orch_otel import ContentPolicy, demo, testing
+from orch_otel import demo
 from orch_otel.datasets import VIEWS, Config, build
-from orch_otel.recorder import Recorder, get_recorder, set_recorder
-from orch_otel.tracefiles import TraceWriter
 
 
 def _seed(directory: Path) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from fixtures.dataset_runs import supervisor_run
+    from fixtures.dataset_runs import record, supervisor_run
 
-    testing.ensure_sdk_provider()
-    old = get_recorder()
-    set_recorder(Recorder(content=ContentPolicy(capture=True)))
-    try:
-        with testing.capture() as captured:
-            asyncio.run(demo.run(task_id="bench-research"))
-            supervisor_run("bench-calc", 3)
-    finally:
-        set_recorder(old)
-    writer = TraceWriter(directory)
-    conversions = captured.conversions()
-    for c in conversions:
-        writer.write(c.trace, c.contents)
-    writer.close()
-    writer.trace_path.unlink()  # keep the content store; traces are replicated below
-    return [c.trace for c in conversions]
+    traces = record(directory, [lambda: asyncio.run(demo.run(task_id="bench-research")),
+                                lambda: supervisor_run("bench-calc", 3)], capture=True)
+    for path in directory.glob("traces-*.jsonl"):
+        path.unlink()  # keep the content store; traces are replicated below
+    return traces
 
 
 def make_input(directory: Path, n: int) -> Path:
