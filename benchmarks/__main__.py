@@ -145,6 +145,14 @@ def added_per_span(res: CaptureResult, app: str, config: str) -> list[float]:
     return [1000 * a / spans for a in added_ms(res, app, config)] if spans else [float("nan")]
 
 
+def _ratios_line(res: CaptureResult, app: str, others: tuple[str, ...]) -> str:
+    """orch-otel's added time ÷ each other configuration's, wall and process CPU."""
+    oo, oo_cpu = added_median(res, app, "orch_otel"), added_median(res, app, "orch_otel", cpu=True)
+    parts = [f"÷ {LABELS[c]} added: **{_ratio(oo, added_median(res, app, c)):.2f}** "
+             f"(CPU: {_ratio(oo_cpu, added_median(res, app, c, cpu=True)):.2f})" for c in others]
+    return "orch-otel added " + "; ".join(parts) + "."
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else float("nan")
 
@@ -264,15 +272,10 @@ def write_report(path: Path, *, args: argparse.Namespace, argv: list[str], resul
             w(f"### {app}")
             w("")
             out.extend(capture_table(lg, app, traces=True))
-            oo = added_median(lg, app, "orch_otel")
             w("")
-            oo_cpu = added_median(lg, app, "orch_otel", cpu=True)
-            w(f"orch-otel added ÷ OpenInference added: **{_ratio(oo, added_median(lg, app, 'openinference')):.2f}** "
-              f"(CPU: {_ratio(oo_cpu, added_median(lg, app, 'openinference', cpu=True)):.2f}); "
-              f"÷ OpenLLMetry added: **{_ratio(oo, added_median(lg, app, 'openllmetry')):.2f}** "
-              f"(CPU: {_ratio(oo_cpu, added_median(lg, app, 'openllmetry', cpu=True)):.2f}). "
-              f"LangChain's callback dispatch alone (a no-op handler) adds "
-              f"{added_median(lg, app, 'callbacks_only'):.2f} ms/run of orch-otel's {oo:.2f}.")
+            w(f"{_ratios_line(lg, app, ('openinference', 'openllmetry'))} LangChain's callback dispatch alone "
+              f"(a no-op handler) adds {added_median(lg, app, 'callbacks_only'):.2f} ms/run of orch-otel's "
+              f"{added_median(lg, app, 'orch_otel'):.2f}.")
             w("")
     if ag:
         w("## Capture overhead: AutoGen")
@@ -290,12 +293,7 @@ def write_report(path: Path, *, args: argparse.Namespace, argv: list[str], resul
             w("")
             out.extend(capture_table(ag, app, traces=True))
             w("")
-            oo = added_median(ag, app, "orch_otel")
-            oo_cpu = added_median(ag, app, "orch_otel", cpu=True)
-            w(f"orch-otel added ÷ built-in tracing added: **{_ratio(oo, added_median(ag, app, 'builtin')):.2f}** "
-              f"(CPU: {_ratio(oo_cpu, added_median(ag, app, 'builtin', cpu=True)):.2f}); "
-              f"÷ OpenInference added: **{_ratio(oo, added_median(ag, app, 'openinference')):.2f}** "
-              f"(CPU: {_ratio(oo_cpu, added_median(ag, app, 'openinference', cpu=True)):.2f}).")
+            w(_ratios_line(ag, app, ("builtin", "openinference")))
             w("")
     if lg and lg.floor:
         floor_us, rec_us = floor_line  # type: ignore[misc]
