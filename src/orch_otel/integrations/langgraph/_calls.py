@@ -104,16 +104,20 @@ class CallsMixin:
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                       **kwargs: Any) -> None:
+        self._end_failed_call(run_id, error)
+
+    def _end_failed_call(self, run_id: UUID, error: BaseException) -> None:
+        """A tool or model call raised: end its span with the outcome the error stands for."""
         run = self._runs.pop(run_id, None)
         if run is None or run.inv is None:
             return
         try:
             outcome = outcome_of(error)
-            if outcome == INTERRUPTED:
+            if outcome == INTERRUPTED:  # as for chains: the run stops interrupted
                 run.root.interrupted = True
             run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
         except Exception:
-            _log.debug("orch-otel: langgraph on_tool_error failed", exc_info=True)
+            _log.debug("orch-otel: langgraph tool or model call error handling failed", exc_info=True)
 
     # -- model calls --------------------------------------------------------------------------
 
@@ -192,14 +196,7 @@ class CallsMixin:
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
-        run = self._runs.pop(run_id, None)
-        if run is None or run.inv is None:
-            return
-        try:
-            outcome = outcome_of(error)
-            run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
-        except Exception:
-            _log.debug("orch-otel: langgraph on_llm_error failed", exc_info=True)
+        self._end_failed_call(run_id, error)
 
     # -- context ------------------------------------------------------------------------------
 
