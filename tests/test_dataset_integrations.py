@@ -50,7 +50,7 @@ def _check_chat(rows):
 
 
 def test_langgraph_supervisor_decisions_and_chat(tmp_path):
-    pytest.importorskip("langgraph_supervisor")
+    pytest.importorskip("langgraph_supervisor", reason="the supervisor app needs langgraph-supervisor (orch-otel[dev])")
     import langgraph_apps as apps
 
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
@@ -85,7 +85,7 @@ def test_langgraph_supervisor_decisions_and_chat(tmp_path):
 
 
 def test_autogen_team_decisions_and_chat(tmp_path):
-    pytest.importorskip("autogen_agentchat")
+    pytest.importorskip("autogen_agentchat", reason="needs the optional extra: pip install 'orch-otel[autogen]'")
     import autogen_apps as apps
 
     from orch_otel.integrations.autogen import AutoGenInstrumentor

@@ -47,7 +47,7 @@ def test_ray_output_is_identical_to_local(ray_runtime, inputs, tmp_path, view):
 
 
 def test_ray_parquet_is_identical_to_local(ray_runtime, inputs, tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     base, _ = inputs
     build([base / "a"], tmp_path / "local", Config(view="decisions"), fmt="parquet")
     build([base / "a"], tmp_path / "ray", Config(view="decisions"), fmt="parquet", engine="ray")

@@ -181,7 +181,7 @@ def test_chat_view_rows_are_trl_conversational(recorded, tmp_path):
 
 
 def test_chat_view_loads_in_datasets_from_hf_and_parquet(recorded, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    datasets = pytest.importorskip("datasets", reason="Hugging Face datasets is in the optional extra: pip install 'orch-otel[datasets]'")
     base, _ = recorded
     build([base / "captured"], tmp_path, Config(view="chat"), fmt="hf")
     build([base / "captured"], tmp_path, Config(view="chat"), fmt="parquet")
@@ -200,7 +200,7 @@ def test_chat_view_loads_in_datasets_from_hf_and_parquet(recorded, tmp_path):
 
 
 def test_decisions_parquet_loads_with_typed_columns(recorded, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    datasets = pytest.importorskip("datasets", reason="Hugging Face datasets is in the optional extra: pip install 'orch-otel[datasets]'")
     base, _ = recorded
     build([base / "captured"], tmp_path, Config(view="decisions"), fmt="parquet")
     ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "decisions.parquet"), split="train",

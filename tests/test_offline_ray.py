@@ -13,7 +13,7 @@ from orch_otel.spans import SpanRecord
 from orch_otel.tracefiles import load_contents
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'orch-otel[ray]'")
-pytest.importorskip("ray.data")
+pytest.importorskip("ray.data", reason="Ray Data is in the optional extra: pip install 'orch-otel[ray]'")
 
 T0 = 1_700_000_000_000_000_000
 
