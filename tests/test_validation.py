@@ -1,0 +1,89 @@
+"""The schema check's two validators: jsonschema-rs accepts, jsonschema explains.
+The fast path is only sound if both give the same verdict on every trace."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orch_otel import demo, testing
+from orch_otel.validation import _fast_validator, _validator, schema_errors, trace_errors
+
+
+@pytest.fixture(scope="module")
+def demo_trace() -> dict:
+    with testing.capture() as captured:
+        asyncio.run(demo.run())
+    (trace,) = captured.traces()
+    return trace
+
+
+def _paths(value, prefix=()):
+    """Every (container path, key) in a JSON value."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield prefix, key
+            yield from _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            yield prefix, i
+            yield from _paths(child, (*prefix, i))
+
+
+def _at(value, path):
+    for part in path:
+        value = value[part]
+    return value
+
+
+REPLACEMENTS = st.sampled_from([None, -1, -0.5, 0, 2.5, "", "x", "nope", True, [], {}, ["a"], {"k": 1}])
+MUTATION = st.tuples(st.sampled_from(["replace", "delete", "add"]), st.integers(min_value=0), REPLACEMENTS)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=st.lists(MUTATION, min_size=1, max_size=3))
+def test_fast_and_full_validators_agree_on_mutated_traces(demo_trace, mutations):
+    trace = copy.deepcopy(demo_trace)
+    for action, pick, replacement in mutations:
+        paths = list(_paths(trace))
+        if not paths:
+            break
+        parent_path, key = paths[pick % len(paths)]
+        parent = _at(trace, parent_path)
+        if action == "replace":
+            parent[key] = replacement
+        elif action == "delete":
+            del parent[key]
+        elif isinstance(parent, dict):
+            parent["extra_field"] = replacement
+        else:
+            parent.append(replacement)
+    full_ok = not list(_validator().iter_errors(trace))
+    assert _fast_validator().is_valid(trace) == full_ok, f"validators disagree on {mutations}"
+
+
+def test_valid_trace_passes_both(demo_trace):
+    assert _fast_validator().is_valid(demo_trace)
+    assert not list(_validator().iter_errors(demo_trace))
+    assert trace_errors(demo_trace) == []
+
+
+def test_rejected_trace_gets_messages_naming_each_field(demo_trace):
+    trace = copy.deepcopy(demo_trace)
+    trace["events"][0]["t"] = -1
+    trace["events"][1]["type"] = "nope"
+    del trace["costs"]
+    errors = schema_errors(trace)
+    assert "(top level): 'costs' is a required property" in errors
+    assert "events[0].t: -1 is less than the minimum of 0" in errors
+    assert any(e.startswith("events[1].type: 'nope' is not one of") for e in errors)
+
+
+def test_value_json_cannot_hold_is_reported_not_raised(demo_trace):
+    trace = copy.deepcopy(demo_trace)
+    trace["task_id"] = b"bytes"
+    assert schema_errors(trace) == ["task_id: b'bytes' is not of type 'string'"]
