@@ -6,7 +6,9 @@ Reports, as a markdown table:
 
 * spans per CPU-second of the local engine converting a ``--spans`` file (read, assemble,
   convert, write; with and without per-trace validation), against parsing the
-  same file with ``orjson`` alone (target: >= 0.3 of the parse-only rate);
+  same file with ``orjson`` alone (target: >= 0.3 of the parse-only rate), and
+  against the least any converter does: group the parsed span objects by trace
+  id and write them back out, with no decoding or conversion;
 * peak RSS of a conversion of ``--rss-spans`` and 10x that many spans with the
   same number of traces open at once (target: flat). Each measurement runs in
   its own subprocess.
@@ -18,6 +20,7 @@ import argparse
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,13 +134,33 @@ def generate(path: Path, spans: int, open_traces: int = 100, batch: int = 512, s
     return written
 
 
-def parse_only(path: Path) -> float:
+def parse_only(path: Path, out: Path) -> tuple[float, dict]:
     """CPU seconds to read and parse every line with orjson (CPU time: the cores are shared)."""
     start = time.process_time()
     with open(path, "rb") as f:
         for line in f:
             orjson.loads(line)
-    return time.process_time() - start
+    return time.process_time() - start, {}
+
+
+def group_only(path: Path, out: Path) -> tuple[float, dict]:
+    """CPU seconds for the least any converter does: parse each line, hold each
+    span object under its trace id, and write a trace's span objects as one JSON
+    line when its root arrives. No decoding, checks, deduplication or conversion."""
+    start = time.process_time()
+    open_traces: dict[str, list] = {}
+    traces = 0
+    with open(path, "rb") as f, open(out, "wb") as sink:
+        for line in f:
+            for rs in orjson.loads(line)["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        spans = open_traces.setdefault(span["traceId"], [])
+                        spans.append(span)
+                        if not span.get("parentSpanId"):
+                            sink.write(orjson.dumps(open_traces.pop(span["traceId"])) + b"\n")
+                            traces += 1
+    return time.process_time() - start, {"traces": traces}
 
 
 def convert_once(path: Path, out: Path, check: bool) -> tuple[float, dict]:
@@ -148,18 +171,53 @@ def convert_once(path: Path, out: Path, check: bool) -> tuple[float, dict]:
     return time.process_time() - start, summary.as_dict()
 
 
+RUNS = {
+    "parse": ("orjson parse only", parse_only),
+    "group": ("group by trace id and re-serialise (no conversion)", group_only),
+    "convert": ("convert, local engine", lambda path, out: convert_once(path, out, False)),
+    "check": ("convert, local engine + validation (`--check`)", lambda path, out: convert_once(path, out, True)),
+}
+
+
 def _child(argv: list[str]) -> None:
-    """Subprocess: convert one file, print seconds, summary and peak RSS (KiB)."""
-    path, out, check = Path(argv[0]), Path(argv[1]), argv[2] == "1"
-    seconds, summary = convert_once(path, out, check)
+    """Subprocess: one run of one kind; print CPU seconds, details and peak RSS (KiB)."""
+    kind, path, out = argv[0], Path(argv[1]), Path(argv[2])
+    seconds, details = RUNS[kind][1](path, out)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(orjson.dumps({"seconds": seconds, "summary": summary, "rss_kib": rss}).decode())
+    print(orjson.dumps({"seconds": seconds, "details": details, "rss_kib": rss}).decode())
 
 
-def _measure(path: Path, out: Path, check: bool) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_convert", "--child", str(path), str(out), "1" if check else "0"],
+def _measure(kind: str, path: Path, out: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_convert", "--child", kind, str(path), str(out)],
                           capture_output=True, text=True, check=True)
     return orjson.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    text = format(_median(values), fmt)
+    return text if len(values) < 2 else f"{text} ({format(min(values), fmt)}–{format(max(values), fmt)})"
+
+
+def measure(src: Path, work: Path, spans: int, rounds: int) -> dict:
+    """Alternate the runs round by round (parse, group, convert, check, parse, ...):
+    the machine's speed drifts, so each ratio compares runs of the same round."""
+    seconds: dict[str, list[float]] = {kind: [] for kind in RUNS}
+    rss: dict[str, list[int]] = {kind: [] for kind in RUNS}
+    summary: dict = {}
+    for r in range(rounds):
+        for kind in RUNS:
+            m = _measure(kind, src, work / f"out-{kind}.jsonl")
+            seconds[kind].append(m["seconds"])
+            rss[kind].append(m["rss_kib"])
+            if kind == "convert":
+                summary = m["details"]
+        print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in seconds.items()), file=sys.stderr)
+    ratios = {kind: [p / s for p, s in zip(seconds["parse"], seconds[kind])] for kind in RUNS}
+    return {"spans": spans, "seconds": seconds, "rss_kib": rss, "ratios": ratios, "summary": summary}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spans", type=int, default=1_000_000, help="spans in the throughput file (default 1,000,000)")
     parser.add_argument("--rss-spans", type=int, default=100_000, help="spans in the 1x RSS file (10x is ten times that)")
     parser.add_argument("--open-traces", type=int, default=100, help="traces open at once in the generated logs")
+    parser.add_argument("--rounds", type=int, default=3, help="alternation rounds of the throughput runs (default 3)")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
+    parser.add_argument("--json", default=None, help="also write the raw figures to this JSON file")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -175,37 +235,39 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         work = Path(tmp)
-        rows = []
         src = work / "spans.json"
         t = time.perf_counter()
         n = generate(src, args.spans, args.open_traces)
         size = src.stat().st_size
         print(f"generated {n:,} spans ({size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f}s", file=sys.stderr)
-        parse = parse_only(src)
-        rows.append(("orjson parse only", n, parse, None, None))
-        for check in (False, True):
-            m = _measure(src, work / "out.jsonl", check)
-            rows.append((f"convert, local engine{' + validation' if check else ''}", n, m["seconds"], m["rss_kib"], m["summary"]))
+        result = measure(src, work, n, args.rounds)
         src.unlink()
-        rss_rows = []
+        result["rss"] = []
         for factor in (1, 10):
             path = work / f"rss{factor}.json"
             k = generate(path, args.rss_spans * factor, args.open_traces, seed=factor)
-            m = _measure(path, work / f"rss{factor}.jsonl", False)
-            rss_rows.append((factor, k, path.stat().st_size, m["rss_kib"], m["summary"]["traces"]))
+            m = _measure("convert", path, work / f"rss{factor}.jsonl")
+            result["rss"].append({"factor": factor, "spans": k, "bytes": path.stat().st_size, "rss_kib": m["rss_kib"],
+                                  "traces": m["details"]["traces"]})
             path.unlink()
+    result.update(bytes=size, open_traces=args.open_traces, rounds=args.rounds)
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(result))
     print(f"\nInput: {n:,} spans, {size / 1e6:.0f} MB of OTLP JSON, {args.open_traces} traces open at once; "
-          f"{os.cpu_count()} CPU(s), Python {sys.version.split()[0]}.\n")
+          f"{os.cpu_count()} CPU(s), Python {sys.version.split()[0]}. {args.rounds} round(s), runs alternated; "
+          "medians (min–max); each ratio is against the parse-only run of the same round.\n")
     print("| run | spans per CPU-second | ratio to parse-only | peak RSS |")
     print("|---|---:|---:|---:|")
-    for name, count, seconds, rss, _ in rows:
-        rate = count / seconds
-        ratio = rate / (n / parse)
-        print(f"| {name} | {rate:,.0f} | {ratio:.2f} | {'' if rss is None else f'{rss / 1024:.0f} MiB'} |")
+    for kind, (label, _) in RUNS.items():
+        rates = [n / s for s in result["seconds"][kind]]
+        rss_mib = _median(result["rss_kib"][kind]) / 1024
+        ratio = "1.00" if kind == "parse" else _spread(result["ratios"][kind], ".2f")
+        print(f"| {label} | {_spread(rates, ',.0f')} | {ratio} | {rss_mib:.0f} MiB |")
     print("\n| input | spans | size | traces | peak RSS |")
     print("|---|---:|---:|---:|---:|")
-    for factor, count, nbytes, rss, traces in rss_rows:
-        print(f"| {factor}x | {count:,} | {nbytes / 1e6:.0f} MB | {traces:,} | {rss / 1024:.0f} MiB |")
+    for row in result["rss"]:
+        print(f"| {row['factor']}x | {row['spans']:,} | {row['bytes'] / 1e6:.0f} MB | {row['traces']:,} | "
+              f"{row['rss_kib'] / 1024:.0f} MiB |")
     return 0
 
 
