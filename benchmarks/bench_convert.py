@@ -99,6 +99,10 @@ class _Trace:
         return s
 
 
+def _traces_data(resource: dict, scope: dict, spans: list[dict]) -> bytes:
+    return orjson.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}]}) + b"\n"
+
+
 def generate(path: Path, spans: int, open_traces: int = 100, batch: int = 512, seed: int = 1) -> int:
     """Write about ``spans`` spans of interleaved traces (``open_traces`` at once) as
     OTLP JSON lines; returns the number of spans written."""
@@ -124,13 +128,13 @@ def generate(path: Path, spans: int, open_traces: int = 100, batch: int = 512, s
                 active[k] = active[-1]
                 active.pop()
             if len(line) == batch:
-                out.write(orjson.dumps({"resourceSpans": [{"resource": resource_, "scopeSpans": [{"scope": scope, "spans": line}]}]}) + b"\n")
+                out.write(_traces_data(resource_, scope, line))
                 line = []
         for trace in active:  # finish every started trace, so each has its root
             line.extend(trace[0][trace[1]:])
             written += len(trace[0]) - trace[1]
         if line:
-            out.write(orjson.dumps({"resourceSpans": [{"resource": resource_, "scopeSpans": [{"scope": scope, "spans": line}]}]}) + b"\n")
+            out.write(_traces_data(resource_, scope, line))
     return written
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 # folder off the import path so that ``import langgraph_supervisor`` finds the package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-import orch_otel
+import orch_otel  # noqa: E402 (after the path fix above)
 
 
 def main(trace_dir: str) -> None:

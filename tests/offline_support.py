@@ -112,7 +112,8 @@ def _attrs(attrs) -> list[dict]:
 
 
 def otlp_span(s: SpanRecord) -> dict:
-    out = {"traceId": s.trace_id, "spanId": s.span_id, "name": s.name, "kind": ["internal", "server", "client", "producer", "consumer"].index(s.kind) + 1,
+    kind = ["internal", "server", "client", "producer", "consumer"].index(s.kind) + 1
+    out = {"traceId": s.trace_id, "spanId": s.span_id, "name": s.name, "kind": kind,
            "startTimeUnixNano": str(s.start_ns), "endTimeUnixNano": str(s.end_ns),
            "attributes": _attrs(s.attributes), "status": {"code": {"unset": 0, "ok": 1, "error": 2}[s.status]},
            "flags": 0x300 if s.parent_is_remote else 0x100}

@@ -94,12 +94,12 @@ asyncio.run(main())
 orch_otel.flush()
 orch_otel.uninstrument()
 """
-    code += """
+    code += f"""
 import glob
-lines = [l for f in sorted(glob.glob(%r + '/**/*.jsonl', recursive=True)) for l in open(f) if l.strip()]
+lines = [l for f in sorted(glob.glob({str(tmp_path / "traces")!r} + '/**/*.jsonl', recursive=True)) for l in open(f) if l.strip()]
 traces = [json.loads(l) for l in lines]
 print(json.dumps([[e.get("reason") for e in t["events"] if e.get("decision") == "stop"] for t in traces]))
-""" % str(tmp_path / "traces")
+"""
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     import json

@@ -11,8 +11,7 @@ import pytest
 from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offline_support import (collector_json, framed, json_lines, otlp_line, proto_file, record_demo_runs, traces_data,
-                             zstd)
+from offline_support import collector_json, framed, json_lines, otlp_line, proto_file, record_demo_runs, traces_data, zstd
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
 from opentelemetry.sdk.trace import TracerProvider

@@ -34,7 +34,6 @@ from .recorder import Recorder, get_recorder, set_recorder
 from .spans import SpanRecord
 from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
 
-
 __all__ = [
     "__version__",
     "Attr",

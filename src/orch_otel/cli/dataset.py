@@ -56,7 +56,7 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets import Config, ContentMissing, Outcomes, OutcomeError, RewardSpec, RewardSpecError, build
+    from ..datasets import Config, ContentMissing, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
 
     console = Console(stderr=True)
     try:

@@ -14,7 +14,7 @@ from .credit import STRATEGIES, UNITS, Credit
 from .engine import ENGINES, Summary, build, process_line
 from .metrics import compute_metrics, count_steps
 from .reader import BadTrace, ContentStore, RawLine, iter_raw_lines, parse_trace
-from .rewards import Outcomes, OutcomeError, RewardSpec, RewardSpecError
+from .rewards import OutcomeError, Outcomes, RewardSpec, RewardSpecError
 from .views import ContentMissing
 from .writers import FORMATS
 

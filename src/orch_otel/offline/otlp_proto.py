@@ -66,8 +66,8 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
         s.status.message,
         attributes(s.attributes),
         tuple(EventRecord(e.name, e.time_unix_nano, attributes(e.attributes)) for e in s.events),
-        tuple(LinkRecord(_id(l.trace_id, 16, "links.trace_id"), _id(l.span_id, 8, "links.span_id"), attributes(l.attributes))
-              for l in s.links),
+        tuple(LinkRecord(_id(link.trace_id, 16, "links.trace_id"), _id(link.span_id, 8, "links.span_id"),
+                         attributes(link.attributes)) for link in s.links),
         resource,
         parent_id is not None and bool(s.flags & _IS_REMOTE),
         KINDS[s.kind],

@@ -114,7 +114,8 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Summ
         summary.spans += count
         if not count:
             return
-        converted = spans.groupby("key", num_partitions=max(1, min(200, count // 50_000))).map_groups(_convert_group(options.check), batch_format="pyarrow")
+        groups = spans.groupby("key", num_partitions=max(1, min(200, count // 50_000)))
+        converted = groups.map_groups(_convert_group(options.check), batch_format="pyarrow")
         for row in converted.iter_rows():
             summary.duplicates += row["duplicates"]
             summary.conflicts += row["conflicts"]

@@ -10,8 +10,8 @@ time a run meets one of its instances (so clients imported after
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace

@@ -17,8 +17,8 @@ from opentelemetry import trace
 
 from ...recorder import CANCELLED, ERROR, OK, Recorder
 from ...vocabulary import StopReason, Topology
-from ._state import RUNS, SYSTEM, RunState, attached, current_state, telemetry_failed
 from ._clients import ClientPatcher
+from ._state import RUNS, SYSTEM, RunState, attached, current_state, telemetry_failed
 
 
 def _finish(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:
