@@ -110,6 +110,12 @@ class StreamAssembler:
         self._settle(opened)
         return ADDED
 
+    def skip(self, count: int) -> None:
+        """``count`` spans were read that belong to another job's traces
+        (``--jobs``): they count towards ``linger`` as in a single job."""
+        self._seq += count
+        self._settle(False)
+
     def _settle(self, opened: bool) -> None:
         """Release what lingered long enough; if a trace just opened, keep within the bound."""
         rooted, unrooted = self._rooted, self._unrooted

@@ -166,11 +166,20 @@ def _links(items: Any) -> tuple[LinkRecord, ...]:
     return tuple(out)
 
 
-def span_of(s: Any, resource: dict[str, Any], scope: str = "", trace_ids: dict[str, str] | None = None) -> SpanRecord:
-    """One OTLP JSON span object as a span record. ``trace_ids`` remembers ids
-    already checked (raw -> normalised): the spans of a batch share a few traces."""
+def trace_id_in(s: Any, trace_ids: dict[str, str]) -> str:
+    """A span object's trace id, normalised. ``trace_ids`` remembers ids already
+    checked (raw -> normalised): the spans of a batch share a few traces."""
     if type(s) is not dict:
         raise BadField(f"span: expected an object, got {_short(s)}")
+    raw = s.get("traceId")
+    trace_id = trace_ids.get(raw) if type(raw) is str else None
+    if trace_id is None:
+        trace_id = trace_ids[raw] = trace_id_of(raw)
+    return trace_id
+
+
+def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: str) -> SpanRecord:
+    """One OTLP JSON span object (its trace id read by :func:`trace_id_in`) as a span record."""
     get = s.get
     parent = get("parentSpanId")
     parent_id = span_id_of(parent, "parentSpanId") if parent else None
@@ -193,12 +202,6 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "", trace_ids: dict[s
     flags = get("flags", 0)
     if type(flags) is not int:
         raise BadField(f"flags: expected an integer, got {_short(flags)}")
-    raw_trace_id = get("traceId")
-    trace_id = trace_ids.get(raw_trace_id) if trace_ids is not None and type(raw_trace_id) is str else None
-    if trace_id is None:
-        trace_id = trace_id_of(raw_trace_id)
-        if trace_ids is not None:
-            trace_ids[raw_trace_id] = trace_id
     events, links = get("events"), get("links")
     return SpanRecord(
         trace_id,
@@ -221,7 +224,7 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "", trace_ids: dict[s
 
 def decode_traces_data(obj: Any, chunk: Chunk) -> None:
     """Add the spans (and problems) of one OTLP JSON ``TracesData`` object to ``chunk``."""
-    spans, problems, where = chunk.spans, chunk.problems, chunk.where
+    spans, problems, where, keep = chunk.spans, chunk.problems, chunk.where, chunk.keep
     trace_ids: dict[str, str] = {}
     try:
         resource_spans = list_field(obj, "resourceSpans", "")
@@ -257,7 +260,12 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
                 problems.append(Problem(where, str(exc), ss))
                 continue
             for k, s in enumerate(items):
+                trace_id = None
                 try:
-                    spans.append(span_of(s, resource, scope_name, trace_ids))
+                    trace_id = trace_id_in(s, trace_ids)
+                    if keep is not None and not keep(trace_id):
+                        chunk.skipped += 1
+                        continue
+                    spans.append(span_of(s, resource, scope_name, trace_id))
                 except BadField as exc:
-                    problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True))
+                    problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True, trace_id=trace_id))

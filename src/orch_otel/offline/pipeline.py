@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class Options:
     max_spans_per_trace: int = 100_000
     remember_closed: int = 10_000
     check: bool = False  # validate each trace against the schema and contract; invalid -> quarantine
+    jobs: int = 1  # local engine processes (offline/jobs.py); 0: one per CPU core
 
 
 @dataclass
@@ -70,6 +72,13 @@ class Summary:
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "warnings"}
+
+    def merge(self, job: Summary) -> None:
+        """Add one job's counts (``--jobs``); files are counted once, by the caller."""
+        for key, value in job.as_dict().items():
+            if key != "files":
+                setattr(self, key, getattr(self, key) + value)
+        self.warnings.extend(job.warnings)
 
 
 def quarantine_path(out: Path) -> Path:
@@ -103,13 +112,16 @@ class Outputs:
 
     def trace(self, line: bytes, contents: dict[str, str]) -> None:
         if contents:
-            lines = self._content_lines.new_lines(contents)
-            if lines:
-                if self._c is None:
-                    self.contents.parent.mkdir(parents=True, exist_ok=True)
-                    self._c = open(self.contents, "wb")
-                self._c.write(lines)
+            self._contents(contents)
         self._traces.write(line)
+
+    def _contents(self, contents: dict[str, str]) -> None:
+        lines = self._content_lines.new_lines(contents)
+        if lines:
+            if self._c is None:
+                self.contents.parent.mkdir(parents=True, exist_ok=True)
+                self._c = open(self.contents, "wb")
+            self._c.write(lines)
 
     def problem(self, problem: Problem, summary: Summary) -> None:
         self.quarantine_line(orjson.dumps(problem.to_json(), default=_fallback), problem.is_span, summary)
@@ -125,6 +137,27 @@ class Outputs:
         if self._q is None:
             self._q = open(self.quarantine, "wb")
         self._q.write(line + b"\n")
+
+    def absorb(self, part: Path) -> None:
+        """Append the outputs a job wrote for ``-o part`` (``--jobs``) to these:
+        its traces, its quarantine (problems the job counted already;
+        ``on_problem`` sees them now) and its contents not written yet."""
+        with open(part, "rb") as src:
+            shutil.copyfileobj(src, self._traces)
+        if quarantine_path(part).exists():
+            with open(quarantine_path(part), "rb") as src:
+                for line in src:
+                    if self._q is None:
+                        self._q = open(self.quarantine, "wb")
+                    self._q.write(line)
+                    if self.on_problem is not None:
+                        data = orjson.loads(line)
+                        self.on_problem(Problem(data["where"], data["reason"], is_span=data["kind"] == "span"))
+        if content_path(part).exists():
+            with open(content_path(part), "rb") as src:
+                for line in src:
+                    item = orjson.loads(line)
+                    self._contents({item["ref"]: item["text"]})
 
     def close(self) -> None:
         for handle in (self._traces, self._q, self._c):
@@ -204,16 +237,26 @@ def rare_collections() -> Iterator[None]:
 
 
 def run_local(files: Iterable[Path], outputs: Outputs, options: Options, summary: Summary,
-              on_bytes: Callable[[Path, int], None] | None = None) -> None:
+              on_bytes: Callable[[Path, int], None] | None = None, *, shard: tuple[int, int] | None = None) -> None:
+    """The local engine. ``shard=(k, n)``: this is job ``k`` of ``n`` (see
+    :mod:`orch_otel.offline.jobs`); it keeps only the traces that job owns,
+    and only job 0 reports the problems found in the input."""
     with rare_collections():
-        _run_local(files, outputs, options, summary, on_bytes)
+        _run_local(files, outputs, options, summary, on_bytes, shard)
+
+
+def owner(trace_id: str, jobs: int) -> int:
+    """The job that converts a trace (ids are random hex: their first 32 bits spread evenly)."""
+    return int(trace_id[:8], 16) % jobs
 
 
 def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summary: Summary,
-               on_bytes: Callable[[Path, int], None] | None) -> None:
+               on_bytes: Callable[[Path, int], None] | None, shard: tuple[int, int] | None) -> None:
     asm = StreamAssembler(max_open_traces=options.max_open_traces, linger=options.linger,
                           max_spans_per_trace=options.max_spans_per_trace, remember_closed=options.remember_closed)
     add, released, check = asm.add, asm.released, options.check
+    job, jobs = shard or (0, 1)
+    keep = (lambda trace_id: owner(trace_id, jobs) == job) if jobs > 1 else None
 
     def flush() -> None:
         for r in released:
@@ -223,12 +266,18 @@ def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summar
     for path in files:
         summary.files += 1
         callback = (lambda n, p=path: on_bytes(p, n)) if on_bytes is not None else None
-        for chunk in read_file(path, callback):
+        for chunk in read_file(path, callback, keep):
             for problem in chunk.problems:
-                summary.spans += problem.is_span
-                outputs.problem(problem, summary)
-            summary.spans += len(chunk.spans)
-            for span in chunk.spans:
+                # With jobs, a bad span is reported by its trace's owner; other bad input by job 0.
+                if jobs == 1 or (owner(problem.trace_id, jobs) if problem.trace_id else 0) == job:
+                    summary.spans += problem.is_span
+                    outputs.problem(problem, summary)
+            spans = chunk.spans
+            if jobs > 1:  # the JSON decoder left out other jobs' spans; other formats decode them all
+                spans = [s for s in spans if keep(s.trace_id)]  # type: ignore[misc]
+                asm.skip(chunk.skipped + len(chunk.spans) - len(spans))
+            summary.spans += len(spans)
+            for span in spans:
                 outcome = add(span)
                 if outcome:
                     _unadded(outcome, span, chunk.where, outputs, summary)
@@ -269,10 +318,16 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
             outputs.problem(Problem(str(path), "no such file or directory"), summary)
         if on_files is not None:
             on_files(files)
+        if engine == "ray" and options.jobs != 1:
+            raise ValueError("--jobs is for the local engine; Ray schedules its own workers")
         if engine == "ray":
             from .ray_engine import run_ray
 
             run_ray(files, outputs, options, summary, address=address)
+        elif engine == "local" and options.jobs != 1:
+            from .jobs import run_jobs
+
+            run_jobs(files, outputs, options, summary, on_bytes)
         elif engine == "local":
             run_local(files, outputs, options, summary, on_bytes)
         else:

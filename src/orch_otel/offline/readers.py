@@ -61,9 +61,13 @@ def input_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], li
     return found, missing
 
 
-def read_file(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[Chunk]:
+def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
+              keep: Callable[[str], bool] | None = None) -> Iterator[Chunk]:
     """Every line or message of ``path`` as a chunk of spans and problems.
-    ``on_bytes`` gets the number of (compressed) bytes read so far, now and then."""
+    ``on_bytes`` gets the number of (compressed) bytes read so far, now and then.
+    ``keep``: a trace id filter the OTLP JSON decoder applies before decoding
+    a span (see :class:`~orch_otel.offline.records.Chunk`); other formats
+    decode every span."""
     try:
         raw = open(path, "rb")
     except OSError as exc:
@@ -76,7 +80,7 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iter
 
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
                                        buffer_size=1 << 20)
-        chunks = _lines(path, stream) if _is_json(stream) else _messages(path, stream)
+        chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream)
         n = 0
         try:
             for chunk in chunks:
@@ -115,13 +119,13 @@ def decode_json(value: object, chunk: Chunk) -> None:
                                       value))
 
 
-def _lines(path: Path, stream: IO[bytes]) -> Iterator[Chunk]:
+def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
     name = str(path)
     loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
     for lineno, line in enumerate(stream, start=1):
         if len(line) < 4 and not line.strip():
             continue
-        chunk = Chunk(f"{name}:{lineno}")
+        chunk = Chunk(f"{name}:{lineno}", keep=keep)
         try:
             value = loads(line)
         except JSONDecodeError as exc:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,7 @@ class Problem:
     raw: Any = None
     span: SpanRecord | None = None  # a decoded span that could not be used (late, conflicting, unconvertible)
     is_span: bool = False  # True when this problem is one span (counted in the span balance)
+    trace_id: str | None = None  # the bad span's trace, when its id could be read (``--jobs``: its owner reports it)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"where": self.where, "reason": self.reason, "kind": "span" if self.is_span else "record"}
@@ -58,11 +59,15 @@ class Problem:
 
 @dataclass
 class Chunk:
-    """The spans and problems of one input line or message."""
+    """The spans and problems of one input line or message. A decoder may leave
+    out the spans of traces that ``keep`` rejects (``--jobs``: another job's),
+    counting them in ``skipped``."""
 
     where: str
     spans: list[SpanRecord] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    keep: Callable[[str], bool] | None = None
+    skipped: int = 0
 
 
 # -- ids and numbers shared by the JSON readers ---------------------------------------------
