@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -128,3 +129,17 @@ def otlp_line(spans: Iterable[SpanRecord]) -> bytes:
     data = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": ""},
                                                                                "spans": [otlp_span(s) for s in spans]}]}]}
     return orjson.dumps(data) + b"\n"
+
+
+def demo_logs(tmp_path: Path, *, runs: int, seed: int, batch: int) -> Path:
+    """``tmp_path/logs`` holding ``runs`` demo runs' spans, shuffled, in batches of
+    ``batch``: even batches as OTLP JSON lines (``a.json``), odd ones as
+    length-prefixed protobuf (``b.pb``)."""
+    _, _, spans = record_demo_runs(tmp_path / "live", runs=runs)
+    random.Random(seed).shuffle(spans)
+    batches = [spans[i:i + batch] for i in range(0, len(spans), batch)]
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(json_lines(batches[::2]))
+    (folder / "b.pb").write_bytes(proto_file(batches[1::2]))
+    return folder

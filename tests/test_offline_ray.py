@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import random
-
 import orjson
 import pytest
-from offline_support import json_lines, otlp_line, proto_file, record_demo_runs
+from offline_support import demo_logs, otlp_line
 
 from orch_otel.offline import convert_inputs
 from orch_otel.spans import SpanRecord
@@ -26,14 +24,9 @@ def local_ray():
 
 
 def test_ray_output_equals_local_output(tmp_path):
-    _, _, spans = record_demo_runs(tmp_path / "live", runs=2)
-    shuffled = list(spans)
-    random.Random(5).shuffle(shuffled)
-    batches = [shuffled[i:i + 3] for i in range(0, len(shuffled), 3)]
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "a.json").write_bytes(json_lines(batches[::2]) + b"{broken\n")
-    (logs / "b.pb").write_bytes(proto_file(batches[1::2]))
+    logs = demo_logs(tmp_path, runs=2, seed=5, batch=3)
+    with open(logs / "a.json", "ab") as f:
+        f.write(b"{broken\n")
     tid = "0af7651916cd43dd8448eb211c80319c"
     child = SpanRecord(tid, "1000000000000002", "1000000000000001", "c", T0, T0 + 1)
     changed = SpanRecord(tid, "1000000000000002", "1000000000000001", "other", T0, T0 + 1)
