@@ -254,8 +254,9 @@ def write_report(path: Path, *, args: argparse.Namespace, argv: list[str], resul
     if conv:
         ratio, floor = med(conv["ratios"]["convert"]), med(conv["ratios"]["group"])
         summary["convert.ratio_to_parse"] = ratio
+        jobs = f"; `--jobs {conv['jobs']}`, wall clock: {med(conv['wall_ratios']['jobs']):.2f}" if "jobs" in conv else ""
         rows.append(f"| Offline conversion: spans per CPU-second ÷ orjson parse-only | ≥ 0.3 | **{ratio:.2f}** "
-                    f"(grouping by trace id alone, no conversion: {floor:.2f}) | {_ok(ratio >= 0.3)} |")
+                    f"(grouping by trace id alone, no conversion: {floor:.2f}{jobs}) | {_ok(ratio >= 0.3)} |")
         one, ten = (r["rss_kib"] / 1024 for r in conv["rss"])
         summary["convert.rss_10x_over_1x"] = _ratio(ten, one)
         rows.append(f"| Offline conversion: peak RSS, 10x input ÷ 1x, same traces open | flat (≤ 1.25x) | "

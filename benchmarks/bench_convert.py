@@ -4,8 +4,9 @@
 
 Reports, as a markdown table:
 
-* spans per CPU-second of the local engine converting a ``--spans`` file (read, assemble,
-  convert, write; with and without per-trace validation), against parsing the
+* spans per CPU-second and per wall-clock second of the local engine converting a
+  ``--spans`` file (read, assemble, convert, write; with and without per-trace
+  validation; and with ``--jobs`` one per core), against parsing the
   same file with ``orjson`` alone (target: >= 0.3 of the parse-only rate), and
   against the least any converter does: group the parsed span objects by trace
   id and write them back out, with no decoding or conversion;
@@ -25,7 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -138,20 +142,18 @@ def generate(path: Path, spans: int, open_traces: int = 100, batch: int = 512, s
     return written
 
 
-def parse_only(path: Path, out: Path) -> tuple[float, dict]:
-    """CPU seconds to read and parse every line with orjson (CPU time: the cores are shared)."""
-    start = time.process_time()
+def parse_only(path: Path, out: Path) -> dict:
+    """Read and parse every line with orjson."""
     with open(path, "rb") as f:
         for line in f:
             orjson.loads(line)
-    return time.process_time() - start, {}
+    return {}
 
 
-def group_only(path: Path, out: Path) -> tuple[float, dict]:
-    """CPU seconds for the least any converter does: parse each line, hold each
-    span object under its trace id, and write a trace's span objects as one JSON
-    line when its root arrives. No decoding, checks, deduplication or conversion."""
-    start = time.process_time()
+def group_only(path: Path, out: Path) -> dict:
+    """The least any converter does: parse each line, hold each span object under
+    its trace id, and write a trace's span objects as one JSON line when its root
+    arrives. No decoding, checks, deduplication or conversion."""
     open_traces: dict[str, list] = {}
     traces = 0
     with open(path, "rb") as f, open(out, "wb") as sink:
@@ -164,31 +166,41 @@ def group_only(path: Path, out: Path) -> tuple[float, dict]:
                         if not span.get("parentSpanId"):
                             sink.write(orjson.dumps(open_traces.pop(span["traceId"])) + b"\n")
                             traces += 1
-    return time.process_time() - start, {"traces": traces}
+    return {"traces": traces}
 
 
-def convert_once(path: Path, out: Path, check: bool) -> tuple[float, dict]:
+def convert(path: Path, out: Path, **options: Any) -> dict:
     from orch_otel.offline import Options, convert_inputs
 
-    start = time.process_time()
-    summary = convert_inputs([path], out, options=Options(check=check))
-    return time.process_time() - start, summary.as_dict()
+    return convert_inputs([path], out, options=Options(**options)).as_dict()
 
 
-RUNS = {
+JOBS = os.cpu_count() or 1
+RUNS: dict[str, tuple[str, Callable[[Path, Path], dict]]] = {
     "parse": ("orjson parse only", parse_only),
     "group": ("group by trace id and re-serialise (no conversion)", group_only),
-    "convert": ("convert, local engine", lambda path, out: convert_once(path, out, False)),
-    "check": ("convert, local engine + validation (`--check`)", lambda path, out: convert_once(path, out, True)),
+    "convert": ("convert, local engine", convert),
+    "check": ("convert, local engine + validation (`--check`)", partial(convert, check=True)),
+    "jobs": (f"convert, local engine, `--jobs {JOBS}`", partial(convert, jobs=JOBS)),
 }
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the ``--jobs`` workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _child(argv: list[str]) -> None:
-    """Subprocess: one run of one kind; print CPU seconds, details and peak RSS (KiB)."""
+    """Subprocess: one run of one kind; print CPU and wall seconds, details and peak RSS (KiB)."""
     kind, path, out = argv[0], Path(argv[1]), Path(argv[2])
-    seconds, details = RUNS[kind][1](path, out)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(orjson.dumps({"seconds": seconds, "details": details, "rss_kib": rss}).decode())
+    if kind in ("convert", "check", "jobs"):
+        import orch_otel.offline  # noqa: F401  (imports are not part of the run)
+    cpu, wall = _cpu_seconds(), time.perf_counter()
+    details = RUNS[kind][1](path, out)
+    cpu, wall = _cpu_seconds() - cpu, time.perf_counter() - wall
+    rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(orjson.dumps({"seconds": cpu, "wall": wall, "details": details, "rss_kib": rss}).decode())
 
 
 def _measure(kind: str, path: Path, out: Path) -> dict:
@@ -207,21 +219,27 @@ def _spread(values: list[float], fmt: str) -> str:
 
 
 def measure(src: Path, work: Path, spans: int, rounds: int) -> dict:
-    """Alternate the runs round by round (parse, group, convert, check, parse, ...):
+    """Alternate the runs round by round (parse, group, convert, ..., parse, ...):
     the machine's speed drifts, so each ratio compares runs of the same round."""
     seconds: dict[str, list[float]] = {kind: [] for kind in RUNS}
+    wall: dict[str, list[float]] = {kind: [] for kind in RUNS}
     rss: dict[str, list[int]] = {kind: [] for kind in RUNS}
     summary: dict = {}
     for r in range(rounds):
         for kind in RUNS:
             m = _measure(kind, src, work / f"out-{kind}.jsonl")
             seconds[kind].append(m["seconds"])
+            wall[kind].append(m["wall"])
             rss[kind].append(m["rss_kib"])
             if kind == "convert":
                 summary = m["details"]
-        print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in seconds.items()), file=sys.stderr)
+            elif kind == "jobs" and m["details"] != summary:
+                raise RuntimeError(f"--jobs {JOBS} counted differently: {m['details']} vs {summary}")
+        print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in wall.items()), file=sys.stderr)
     ratios = {kind: [p / s for p, s in zip(seconds["parse"], seconds[kind])] for kind in RUNS}
-    return {"spans": spans, "seconds": seconds, "rss_kib": rss, "ratios": ratios, "summary": summary}
+    wall_ratios = {kind: [p / s for p, s in zip(wall["parse"], wall[kind])] for kind in RUNS}
+    return {"spans": spans, "jobs": JOBS, "seconds": seconds, "wall": wall, "rss_kib": rss, "ratios": ratios,
+            "wall_ratios": wall_ratios, "summary": summary}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,13 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nInput: {n:,} spans, {size / 1e6:.0f} MB of OTLP JSON, {args.open_traces} traces open at once; "
           f"{os.cpu_count()} CPU(s), Python {sys.version.split()[0]}. {args.rounds} round(s), runs alternated; "
           "medians (min–max); each ratio is against the parse-only run of the same round.\n")
-    print("| run | spans per CPU-second | ratio to parse-only | peak RSS |")
-    print("|---|---:|---:|---:|")
+    print("| run | spans per CPU-second | ratio to parse-only (CPU) | spans per second (wall) | ratio to parse-only (wall) "
+          "| peak RSS |")
+    print("|---|---:|---:|---:|---:|---:|")
     for kind, (label, _) in RUNS.items():
-        rates = [n / s for s in result["seconds"][kind]]
+        cpu_rates = [n / s for s in result["seconds"][kind]]
+        wall_rates = [n / s for s in result["wall"][kind]]
         rss_mib = _median(result["rss_kib"][kind]) / 1024
-        ratio = "1.00" if kind == "parse" else _spread(result["ratios"][kind], ".2f")
-        print(f"| {label} | {_spread(rates, ',.0f')} | {ratio} | {rss_mib:.0f} MiB |")
+        cpu_ratio, wall_ratio = (("1.00", "1.00") if kind == "parse" else
+                                 (_spread(result["ratios"][kind], ".2f"), _spread(result["wall_ratios"][kind], ".2f")))
+        print(f"| {label} | {_spread(cpu_rates, ',.0f')} | {cpu_ratio} | {_spread(wall_rates, ',.0f')} | {wall_ratio} "
+              f"| {rss_mib:.0f} MiB |")
     print("\n| input | spans | size | traces | peak RSS |")
     print("|---|---:|---:|---:|---:|")
     for row in result["rss"]:
