@@ -41,6 +41,8 @@ def job_count(requested: int) -> int:
 
 def _job(job: int, jobs: int, files: list[str], part: str, options: Options, results: Any, progress: Any) -> None:
     """One job, in its own process: the local engine on this job's traces."""
+    if progress is not None:
+        progress.cancel_join_thread()  # exit even if the parent stopped reading progress: it is only a display
     try:
         summary = Summary()
         outputs = Outputs(Path(part))
