@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orch_otel import demo, testing
-from orch_otel.validation import _fast_validator, _validator, schema_errors, trace_errors
+from orch_otel.validation import _fast_validator, _validator, contract_errors, schema_errors, trace_errors
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +87,48 @@ def test_value_json_cannot_hold_is_reported_not_raised(demo_trace):
     trace = copy.deepcopy(demo_trace)
     trace["task_id"] = b"bytes"
     assert schema_errors(trace) == ["task_id: b'bytes' is not of type 'string'"]
+
+
+def _first(trace: dict, **match) -> tuple[int, dict]:
+    return next((k, e) for k, e in enumerate(trace["events"]) if all(e.get(f) == v for f, v in match.items()))
+
+
+def test_each_contract_rule_names_the_event_or_edge_at_fault(demo_trace):
+    trace = copy.deepcopy(demo_trace)
+    assert contract_errors(trace) == []
+    events = trace["events"]
+    _, llm_call = _first(trace, type="message", channel="llm")
+    events.append(dict(llm_call))  # the same id twice
+    trace["edges"].append({"src": "e999", "dst": events[2]["id"], "type": "causal"})
+    spawn_k, spawn = _first(trace, type="spawn")
+    del spawn["to"]
+    decision_k, decision = _first(trace, type="orchestrator_decision", decision="delegate")
+    decision["to"] = ""
+    stop_k, stop = _first(trace, decision="stop")
+    stop["reason"] = ""
+    _, result = _first(trace, type="tool_result")
+    result["type"] = "message"
+    result["from"] = result["to"] = "x"
+    call = next(e for e in events if e["type"] == "tool_call")
+    errors = contract_errors(trace)
+    assert errors == [
+        f"events: id {llm_call['id']!r} is used 2 times",
+        f"edges[{len(trace['edges']) - 1}].src: no event has id 'e999'",
+        f"events[{spawn_k}].to: a spawn event needs 'to'",
+        f"events[{decision_k}].to: a delegate decision needs its target in 'to'",
+        f"events[{stop_k}].reason: a stop decision needs a non-empty reason",
+        f"events: tool call {call.get('call_id') or call['span_id']!r} has no tool_result",
+    ]
+
+
+def test_contract_wants_a_stop_decision_and_honest_tool_counts(demo_trace):
+    trace = copy.deepcopy(demo_trace)
+    k, stop = _first(trace, decision="stop")
+    del stop["decision"]
+    trace["costs"]["tool_calls"] += 1
+    calls = sum(e["type"] == "tool_call" for e in trace["events"])
+    assert contract_errors(trace) == [
+        f"events[{k}].decision: an orchestrator_decision needs a decision kind",
+        "events: no stop decision (every run records why it stopped)",
+        f"costs.tool_calls: is {calls + 1} but there are {calls} tool_call events",
+    ]

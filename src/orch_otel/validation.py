@@ -56,34 +56,46 @@ _NEEDS = {
 }
 
 
+# Plain strings: an enum's .value is a descriptor call, and this loop runs per event.
+_DECISION_EVENT = EventKind.ORCHESTRATOR_DECISION.value
+_TOOL_CALL, _TOOL_RESULT = EventKind.TOOL_CALL.value, EventKind.TOOL_RESULT.value
+_STOP, _DELEGATE = DecisionKind.STOP.value, DecisionKind.DELEGATE.value
+
+
 def contract_errors(trace: dict[str, Any]) -> list[str]:
     """Contract rules the schema cannot express. Assumes the schema passed."""
     events = trace["events"]
     errors: list[str] = []
     ids = Counter(e["id"] for e in events)
-    errors += [f"events: id {i!r} is used {n} times" for i, n in ids.items() if n > 1]
+    if len(ids) < len(events):
+        errors += [f"events: id {i!r} is used {n} times" for i, n in ids.items() if n > 1]
     for k, edge in enumerate(trace["edges"]):
-        for end in ("src", "dst"):
-            if edge[end] not in ids:
-                errors.append(f"edges[{k}].{end}: no event has id {edge[end]!r}")
+        src, dst = edge["src"], edge["dst"]
+        if src not in ids:
+            errors.append(f"edges[{k}].src: no event has id {src!r}")
+        if dst not in ids:
+            errors.append(f"edges[{k}].dst: no event has id {dst!r}")
     stops = 0
     calls: Counter[str] = Counter()
     results: Counter[str] = Counter()
     for k, event in enumerate(events):
         kind = event["type"]
-        errors += [f"events[{k}].{f}: a {kind} event needs {f!r}" for f in _NEEDS.get(kind, ()) if not event.get(f)]
+        for f in _NEEDS.get(kind, ()):
+            if not event.get(f):
+                errors.append(f"events[{k}].{f}: a {kind} event needs {f!r}")
         decision = event.get("decision")
-        if kind == EventKind.ORCHESTRATOR_DECISION.value and decision is None:
-            errors.append(f"events[{k}].decision: an orchestrator_decision needs a decision kind")
-        if decision == DecisionKind.STOP.value:
+        if decision is None:
+            if kind == _DECISION_EVENT:
+                errors.append(f"events[{k}].decision: an orchestrator_decision needs a decision kind")
+        elif decision == _STOP:
             stops += 1
             if not event.get("reason"):
                 errors.append(f"events[{k}].reason: a stop decision needs a non-empty reason")
-        if decision == DecisionKind.DELEGATE.value and not event.get("to"):
+        elif decision == _DELEGATE and not event.get("to"):
             errors.append(f"events[{k}].to: a delegate decision needs its target in 'to'")
-        if kind == EventKind.TOOL_CALL.value:
+        if kind == _TOOL_CALL:
             calls[event.get("call_id") or event["span_id"]] += 1
-        elif kind == EventKind.TOOL_RESULT.value:
+        elif kind == _TOOL_RESULT:
             results[event.get("call_id") or event["span_id"]] += 1
     if stops == 0:
         errors.append("events: no stop decision (every run records why it stopped)")
