@@ -84,7 +84,9 @@ def test_cli_jobs(tmp_path, logs, capsys):
     broken = (logs / "a.json").read_bytes().splitlines().index(b"{broken") + 1
     assert f"a.json:{broken}: malformed JSON" in captured.err  # problems are printed once the jobs are done
     assert captured.err.count("startTimeUnixNano") == 2  # each bad span once, from the job that owns its trace
-    assert main(["convert", str(logs), "-o", str(out), "--jobs", "-1"]) == 2
+    never = tmp_path / "never.jsonl"
+    assert main(["convert", str(logs), "-o", str(never), "--jobs", "-1"]) == 2
     assert "--jobs must be 0 (one per core) or more" in capsys.readouterr().err
+    assert not never.exists()  # a setup error is found before any output is opened
     assert main(["convert", str(logs), "-o", str(out), "--jobs", "2", "--engine", "ray"]) == 2
     assert "--jobs is for the local engine" in capsys.readouterr().err

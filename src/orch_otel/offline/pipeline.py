@@ -306,7 +306,14 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
                    on_bytes: Callable[[Path, int], None] | None = None,
                    on_files: Callable[[list[Path]], None] | None = None) -> Summary:
     """Convert log files (or directories of them) into ``out``; see the module doc."""
+    from .jobs import job_count, run_jobs
+
     options = options or Options()
+    if engine not in ("local", "ray"):
+        raise ValueError(f"unknown engine {engine!r} (local or ray)")
+    if engine == "ray" and options.jobs != 1:
+        raise ValueError("--jobs is for the local engine; Ray schedules its own workers")
+    jobs = job_count(options.jobs)
     summary = Summary()
     out_path = Path(out)
     outputs = Outputs(out_path, Path(quarantine) if quarantine else None, on_problem=on_problem)
@@ -318,20 +325,14 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
             outputs.problem(Problem(str(path), "no such file or directory"), summary)
         if on_files is not None:
             on_files(files)
-        if engine == "ray" and options.jobs != 1:
-            raise ValueError("--jobs is for the local engine; Ray schedules its own workers")
         if engine == "ray":
             from .ray_engine import run_ray
 
             run_ray(files, outputs, options, summary, address=address)
-        elif engine == "local" and options.jobs != 1:
-            from .jobs import run_jobs
-
+        elif jobs > 1:
             run_jobs(files, outputs, options, summary, on_bytes)
-        elif engine == "local":
-            run_local(files, outputs, options, summary, on_bytes)
         else:
-            raise ValueError(f"unknown engine {engine!r} (local or ray)")
+            run_local(files, outputs, options, summary, on_bytes)
     finally:
         outputs.close()
     return summary
