@@ -7,8 +7,9 @@ parsing are repeated in every job; decoding, assembly, conversion and writing
 are split. That buys wall-clock time with spare cores: N jobs cost more CPU in
 all than one.
 
-* Problems found in the input are reported by job 0 only; late and
-  conflicting spans by the job that owns their trace.
+* Every problem is reported once: a bad, late or conflicting span by the job
+  that owns its trace (when its trace id could be read), any other bad record
+  by job 0.
 * ``linger`` counts every span read, as in one job; ``max_open_traces`` and
   ``remember_closed`` are shared out between the jobs, so memory stays within
   the same bounds.

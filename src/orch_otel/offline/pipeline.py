@@ -239,8 +239,8 @@ def rare_collections() -> Iterator[None]:
 def run_local(files: Iterable[Path], outputs: Outputs, options: Options, summary: Summary,
               on_bytes: Callable[[Path, int], None] | None = None, *, shard: tuple[int, int] | None = None) -> None:
     """The local engine. ``shard=(k, n)``: this is job ``k`` of ``n`` (see
-    :mod:`orch_otel.offline.jobs`); it keeps only the traces that job owns,
-    and only job 0 reports the problems found in the input."""
+    :mod:`orch_otel.offline.jobs`); it keeps only the traces that job owns and
+    reports only its share of the problems found in the input."""
     with rare_collections():
         _run_local(files, outputs, options, summary, on_bytes, shard)
 
