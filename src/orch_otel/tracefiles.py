@@ -22,15 +22,19 @@ import orjson
 TRACE_GLOB = "*.jsonl"
 
 
-class ContentLines:
-    """Content-store lines for refs not written yet; remembers the last
-    ``limit`` refs written, so memory stays bounded."""
+class ContentStore:
+    """One content-store file, created on its first write. Each ref is written
+    once; the last ``limit`` refs written are remembered, so memory stays bounded."""
 
-    def __init__(self, limit: int = 100_000) -> None:
+    def __init__(self, path: Path, *, append: bool, limit: int = 100_000) -> None:
+        self.path = path
+        self._mode = "ab" if append else "wb"
+        self._file: IO[bytes] | None = None
         self._written: OrderedDict[str, None] = OrderedDict()
         self._limit = limit
 
-    def new_lines(self, contents: dict[str, str]) -> bytes:
+    def add(self, contents: dict[str, str]) -> bool:
+        """Write the contents whose ref is new; True when anything was written."""
         lines = []
         for ref, text in contents.items():
             if ref in self._written:
@@ -39,7 +43,22 @@ class ContentLines:
             if len(self._written) > self._limit:
                 self._written.popitem(last=False)
             lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
-        return b"".join(lines)
+        if not lines:
+            return False
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, self._mode)
+        self._file.write(b"".join(lines))
+        return True
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 class TraceWriter:
@@ -55,36 +74,25 @@ class TraceWriter:
         self.trace_path = self.directory / f"traces-{stem}.jsonl"
         self.content_path = self.directory / "content" / f"content-{stem}.jsonl"
         self._traces: IO[bytes] | None = None
-        self._contents: IO[bytes] | None = None
-        self._content_lines = ContentLines(max_remembered_refs)
+        self._contents = ContentStore(self.content_path, append=True, limit=max_remembered_refs)
         self._lock = threading.Lock()
 
     def write(self, trace: dict[str, Any], contents: dict[str, str] | None = None) -> None:
         with self._lock:
-            if contents:
-                self._write_contents(contents)
+            if contents and self._contents.add(contents):
+                self._contents.flush()
             if self._traces is None:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 self._traces = open(self.trace_path, "ab")
             self._traces.write(orjson.dumps(trace) + b"\n")
             self._traces.flush()
 
-    def _write_contents(self, contents: dict[str, str]) -> None:
-        lines = self._content_lines.new_lines(contents)
-        if not lines:
-            return
-        if self._contents is None:
-            self.content_path.parent.mkdir(parents=True, exist_ok=True)
-            self._contents = open(self.content_path, "ab")
-        self._contents.write(lines)
-        self._contents.flush()
-
     def close(self) -> None:
         with self._lock:
-            for handle in (self._traces, self._contents):
-                if handle is not None:
-                    handle.close()
-            self._traces = self._contents = None
+            if self._traces is not None:
+                self._traces.close()
+                self._traces = None
+            self._contents.close()
 
 
 def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -31,7 +31,7 @@ import orjson
 
 from ..converter import convert
 from ..spans import SpanRecord
-from ..tracefiles import ContentLines
+from ..tracefiles import ContentStore
 from .assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from .readers import input_files, read_file
 from .records import Problem
@@ -103,8 +103,7 @@ class Outputs:
                 stale.unlink()
         self._traces: IO[bytes] = open(out, "wb")
         self._q: IO[bytes] | None = None
-        self._c: IO[bytes] | None = None
-        self._content_lines = ContentLines(max_remembered_refs)
+        self._contents = ContentStore(self.contents, append=False, limit=max_remembered_refs)
         self.on_problem = on_problem
 
     def paths(self) -> set[Path]:
@@ -112,16 +111,8 @@ class Outputs:
 
     def trace(self, line: bytes, contents: dict[str, str]) -> None:
         if contents:
-            self._contents(contents)
+            self._contents.add(contents)
         self._traces.write(line)
-
-    def _contents(self, contents: dict[str, str]) -> None:
-        lines = self._content_lines.new_lines(contents)
-        if lines:
-            if self._c is None:
-                self.contents.parent.mkdir(parents=True, exist_ok=True)
-                self._c = open(self.contents, "wb")
-            self._c.write(lines)
 
     def problem(self, problem: Problem, summary: Summary) -> None:
         self.quarantine_line(orjson.dumps(problem.to_json(), default=_fallback), problem.is_span, summary)
@@ -134,9 +125,12 @@ class Outputs:
             summary.quarantined_spans += 1
         else:
             summary.bad_records += 1
-        if self._q is None:
+        self._quarantine_file().write(line + b"\n")
+
+    def _quarantine_file(self) -> IO[bytes]:
+        if self._q is None:  # created only when something is quarantined
             self._q = open(self.quarantine, "wb")
-        self._q.write(line + b"\n")
+        return self._q
 
     def absorb(self, part: Path) -> None:
         """Append the outputs a job wrote for ``-o part`` (``--jobs``) to these:
@@ -147,9 +141,7 @@ class Outputs:
         if quarantine_path(part).exists():
             with open(quarantine_path(part), "rb") as src:
                 for line in src:
-                    if self._q is None:
-                        self._q = open(self.quarantine, "wb")
-                    self._q.write(line)
+                    self._quarantine_file().write(line)
                     if self.on_problem is not None:
                         data = orjson.loads(line)
                         self.on_problem(Problem(data["where"], data["reason"], is_span=data["kind"] == "span"))
@@ -157,12 +149,13 @@ class Outputs:
             with open(content_path(part), "rb") as src:
                 for line in src:
                     item = orjson.loads(line)
-                    self._contents({item["ref"]: item["text"]})
+                    self._contents.add({item["ref"]: item["text"]})
 
     def close(self) -> None:
-        for handle in (self._traces, self._q, self._c):
-            if handle is not None:
-                handle.close()
+        self._traces.close()
+        if self._q is not None:
+            self._q.close()
+        self._contents.close()
 
 
 def _fallback(value: Any) -> Any:
