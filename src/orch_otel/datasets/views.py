@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from ..content import function_tool
 from ..vocabulary import Channel, DecisionKind, EventKind
 from .analysis import Config, Prepared, Turn, find_turns
 from .messages import extend_conversation, normalize_messages, normalize_output
@@ -184,8 +185,7 @@ def _tool_schema(name: str, arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict) and set(arguments) <= {"args", "kwargs"}:
         arguments = arguments.get("kwargs") or {}
     props = {k: {"type": _json_type(v)} for k, v in arguments.items()} if isinstance(arguments, dict) else {}
-    return {"type": "function", "function": {"name": name, "description": "",
-                                             "parameters": {"type": "object", "properties": props}}}
+    return function_tool(name, "", {"type": "object", "properties": props})
 
 
 def offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
@@ -199,9 +199,7 @@ def offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
             parameters = function.get("parameters") or function.get("input_schema")
-            out.append({"type": "function", "function": {
-                "name": function["name"], "description": function.get("description") or "",
-                "parameters": parameters or {"type": "object", "properties": {}}}})
+            out.append(function_tool(function["name"], function.get("description") or "", parameters))
     return out
 
 

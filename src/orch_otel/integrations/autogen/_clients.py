@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ...content import function_tool
 from ...recorder import Recorder
 from ._patch import Patches
 from ._state import LLM_KEY, arg, telemetry_failed
@@ -81,9 +82,7 @@ def _tool_definitions(tools: Any) -> list[dict[str, Any]] | None:
     for tool in tools:
         schema = tool if isinstance(tool, dict) else getattr(tool, "schema", None)
         if isinstance(schema, dict) and schema.get("name"):
-            function = {"name": schema["name"], "description": schema.get("description", ""),
-                        "parameters": schema.get("parameters") or {"type": "object", "properties": {}}}
-            out.append({"type": "function", "function": function})
+            out.append(function_tool(schema["name"], schema.get("description", ""), schema.get("parameters")))
     return out or None
 
 
