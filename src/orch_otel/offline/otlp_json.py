@@ -263,7 +263,7 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
                 trace_id = None
                 try:
                     trace_id = trace_id_in(s, trace_ids)
-                    if keep is not None and not keep(trace_id):
+                    if keep is not None and not keep(trace_id):  # before decoding: the span is another job's
                         chunk.skipped += 1
                         continue
                     spans.append(span_of(s, resource, scope_name, trace_id))

@@ -91,7 +91,7 @@ def decode_message(payload: bytes, chunk: Chunk) -> None:
         for c, ss in enumerate(rs.scope_spans):
             for k, s in enumerate(ss.spans):
                 try:
-                    chunk.spans.append(span_of(s, resource, ss.scope.name))
+                    chunk.add(span_of(s, resource, ss.scope.name))
                 except BadField as exc:
                     raw = base64.b64encode(s.SerializeToString()).decode("ascii")
                     chunk.problems.append(Problem(chunk.where, f"resource_spans[{r}].scope_spans[{c}].spans[{k}]: {exc}",

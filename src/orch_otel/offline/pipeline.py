@@ -265,12 +265,10 @@ def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summar
                 if jobs == 1 or (owner(problem.trace_id, jobs) if problem.trace_id else 0) == job:
                     summary.spans += problem.is_span
                     outputs.problem(problem, summary)
-            spans = chunk.spans
-            if jobs > 1:  # the JSON decoder left out other jobs' spans; other formats decode them all
-                spans = [s for s in spans if keep(s.trace_id)]  # type: ignore[misc]
-                asm.skip(chunk.skipped + len(chunk.spans) - len(spans))
-            summary.spans += len(spans)
-            for span in spans:
+            if chunk.skipped:  # other jobs' spans: they still count towards linger
+                asm.skip(chunk.skipped)
+            summary.spans += len(chunk.spans)
+            for span in chunk.spans:
                 outcome = add(span)
                 if outcome:
                     _unadded(outcome, span, chunk.where, outputs, summary)

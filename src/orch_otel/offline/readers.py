@@ -65,9 +65,8 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
               keep: Callable[[str], bool] | None = None) -> Iterator[Chunk]:
     """Every line or message of ``path`` as a chunk of spans and problems.
     ``on_bytes`` gets the number of (compressed) bytes read so far, now and then.
-    ``keep``: a trace id filter the OTLP JSON decoder applies before decoding
-    a span (see :class:`~orch_otel.offline.records.Chunk`); other formats
-    decode every span."""
+    ``keep``: a trace id filter (see :class:`~orch_otel.offline.records.Chunk`);
+    the OTLP JSON decoder applies it before decoding a span, the others after."""
     try:
         raw = open(path, "rb")
     except OSError as exc:
@@ -80,7 +79,7 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
 
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
                                        buffer_size=1 << 20)
-        chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream)
+        chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream, keep)
         n = 0
         try:
             for chunk in chunks:
@@ -111,7 +110,7 @@ def decode_json(value: object, chunk: Chunk) -> None:
         decode_traces_data(value, chunk)
     elif "span_id" in value:
         try:
-            chunk.spans.append(from_dump(value))
+            chunk.add(from_dump(value))
         except BadField as exc:
             chunk.problems.append(Problem(chunk.where, f"span dump: {exc}", value, is_span=True))
     else:
@@ -136,7 +135,7 @@ def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) ->
         yield chunk
 
 
-def _messages(path: Path, stream: IO[bytes]) -> Iterator[Chunk]:
+def _messages(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
     offset = 0
     while True:
         head = stream.read(4)
@@ -156,12 +155,12 @@ def _messages(path: Path, stream: IO[bytes]) -> Iterator[Chunk]:
             yield Chunk(where, problems=[Problem(where, f"truncated message: {len(payload)} of {size} bytes", _b64(payload))])
             return
         offset += 4 + size
-        yield decode_payload(payload, where)
+        yield decode_payload(payload, where, keep)
 
 
-def decode_payload(payload: bytes, where: str) -> Chunk:
+def decode_payload(payload: bytes, where: str, keep: Callable[[str], bool] | None = None) -> Chunk:
     """One length-prefixed message: optionally zstd, then OTLP JSON or OTLP protobuf."""
-    chunk = Chunk(where)
+    chunk = Chunk(where, keep=keep)
     if payload[:4] == ZSTD_MAGIC:
         import zstandard
 

@@ -59,15 +59,21 @@ class Problem:
 
 @dataclass
 class Chunk:
-    """The spans and problems of one input line or message. A decoder may leave
-    out the spans of traces that ``keep`` rejects (``--jobs``: another job's),
-    counting them in ``skipped``."""
+    """The spans and problems of one input line or message. Spans of traces
+    that ``keep`` rejects (``--jobs``: another job's) are left out and counted
+    in ``skipped``."""
 
     where: str
     spans: list[SpanRecord] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     keep: Callable[[str], bool] | None = None
     skipped: int = 0
+
+    def add(self, span: SpanRecord) -> None:
+        if self.keep is None or self.keep(span.trace_id):
+            self.spans.append(span)
+        else:
+            self.skipped += 1
 
 
 # -- ids and numbers shared by the JSON readers ---------------------------------------------
