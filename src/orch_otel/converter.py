@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from .spans import EventRecord, SpanRecord
 from .vocabulary import (
+    FORCED_STOP_REASONS,
     HUMAN_AGENT,
     INSTRUMENTATION_NAME,
     Attr,
@@ -329,6 +330,8 @@ class _Builder:
                 self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
             _put_text(data, "source", attrs.get(Attr.STOP_SOURCE))
+            if decision == _D_STOP:
+                data["forced"] = attrs.get(Attr.STOP_FORCED) is True or reason in FORCED_STOP_REASONS
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             status = _S_ERROR if reason == _R_ERROR else _S_OK
             self._add(event.time_ns, span, data, scope, status)

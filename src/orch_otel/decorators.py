@@ -254,9 +254,10 @@ def aggregate(content: Any = None, *, sources: Iterable[str] | None = None) -> N
     get_recorder().aggregate(content, sources=sources)
 
 
-def stop(reason: str = StopReason.END, *, content: Any = None) -> None:
-    """Record the decision to stop the run, with its reason."""
-    get_recorder().stop(reason, content=content)
+def stop(reason: str = StopReason.END, *, content: Any = None, forced: bool = False) -> None:
+    """Record the decision to stop the run, with its reason; ``forced`` when a
+    limit (turns, tokens, time, recursion), not a choice, ended it."""
+    get_recorder().stop(reason, content=content, forced=forced)
 
 
 def human_intervention(content: Any = None) -> None:

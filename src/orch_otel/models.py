@@ -47,6 +47,9 @@ class Event(BaseModel):
     status: StatusName
     decision: DecisionName | None = Field(default=None, description="Orchestration sub-decision this event is.")
     reason: str | None = Field(default=None, min_length=1, description="Stop reason (stop decisions).")
+    forced: bool | None = Field(
+        default=None, description="Stop decisions: true when a limit (turns, tokens, time, recursion), an error, "
+                                  "a cancellation or an interrupt ended the run, false when an agent chose to stop.")
     targets: list[str] | None = None
     options: list[str] | None = None
     channel: ChannelName | None = None

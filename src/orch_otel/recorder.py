@@ -137,12 +137,12 @@ class Invocation:
         finally:
             self._detach()
 
-    def stop(self, reason: str, *, content: Any = None, source: str | None = None) -> None:
+    def stop(self, reason: str, *, content: Any = None, source: str | None = None, forced: bool = False) -> None:
         """Record this span's run stopping. Only the run root marks the run as
         stopped: a nested run's stop does not stop the run around it."""
         if self.span.is_recording():
             self._recorder._decision_event(self.span, DecisionKind.STOP, reason=str(reason).strip() or StopReason.END.value,
-                                           content=content, source=source)
+                                           content=content, source=source, forced=forced)
             if self._run is not None:
                 self._run.stopped = True
 
@@ -350,12 +350,13 @@ class Recorder:
         self._decision(DecisionKind.DELEGATE, targets=target, options=options, content=content, span=span)
 
     def stop(self, reason: str = StopReason.END, *, content: Any = None, source: str | None = None,
-             span: Span | None = None) -> None:
+             forced: bool = False, span: Span | None = None) -> None:
         """Decide to stop the run of the current context, with a reason (and the
-        condition or component that decided it). To stop one nested run, use
-        ``Invocation.stop``."""
+        condition or component that decided it). ``forced``: a limit (turns,
+        tokens, time, recursion) ended the run rather than a choice. To stop one
+        nested run, use ``Invocation.stop``."""
         reason = str(reason).strip() or StopReason.END.value
-        if self._decision(DecisionKind.STOP, reason=reason, source=source, content=content, span=span):
+        if self._decision(DecisionKind.STOP, reason=reason, source=source, content=content, span=span, forced=forced):
             run = otel_context.get_value(_RUN_KEY)
             if isinstance(run, _Run):
                 run.stopped = True
@@ -411,16 +412,17 @@ class Recorder:
 
     def _decision(self, kind: DecisionKind, *, targets: str | Sequence[str] | None = None,
                   options: Iterable[str] | None = None, reason: str | None = None, source: str | None = None,
-                  content: Any = None, span: Span | None = None) -> bool:
+                  content: Any = None, span: Span | None = None, forced: bool = False) -> bool:
         span = self._target_span(span, kind.value)
         if span is None:
             return False
-        self._decision_event(span, kind, targets=targets, options=options, reason=reason, source=source, content=content)
+        self._decision_event(span, kind, targets=targets, options=options, reason=reason, source=source, content=content,
+                             forced=forced)
         return True
 
     def _decision_event(self, span: Span, kind: DecisionKind, *, targets: str | Sequence[str] | None = None,
                         options: Iterable[str] | None = None, reason: str | None = None,
-                        source: str | None = None, content: Any = None) -> None:
+                        source: str | None = None, content: Any = None, forced: bool = False) -> None:
         attrs: dict[str, Any] = {Attr.DECISION: kind.value}
         if targets is not None:
             attrs[Attr.TARGETS] = _names(targets)
@@ -428,6 +430,8 @@ class Recorder:
             attrs[Attr.OPTIONS] = _names(options)
         _put(attrs, Attr.STOP_REASON, reason)
         _put(attrs, Attr.STOP_SOURCE, source)
+        if forced:
+            attrs[Attr.STOP_FORCED] = True
         self._content_into(attrs, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.DECISION, attrs)
 

@@ -80,6 +80,18 @@ class StopReason(_StrEnum):
     INCOMPLETE = "incomplete"  # the run's root span never ended (crash, kill, memory bound)
 
 
+# Stops the orchestrator did not choose: a budget, a failure, a kill or a pause
+# ended the run. A stop with one of these reasons is forced whatever recorded it.
+FORCED_STOP_REASONS = frozenset({
+    StopReason.MAX_TURNS.value,
+    StopReason.RECURSION_LIMIT.value,
+    StopReason.ERROR.value,
+    StopReason.CANCELLED.value,
+    StopReason.INCOMPLETE.value,
+    StopReason.INTERRUPT.value,
+})
+
+
 class Operation(_StrEnum):
     """``gen_ai.operation.name`` values used for orch-otel spans."""
 
@@ -139,6 +151,7 @@ class Attr:
     OPTIONS = "orch.options"  # candidate agents, where known
     STOP_REASON = "orch.stop.reason"
     STOP_SOURCE = "orch.stop.source"  # the condition or component that decided to stop
+    STOP_FORCED = "orch.stop.forced"  # true: a limit (turns, tokens, time, recursion) ended the run, not a choice
     SENDER = "orch.message.sender"
     RECIPIENTS = "orch.message.recipients"
     MESSAGE_TYPE = "orch.message.type"

@@ -17,22 +17,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..vocabulary import Channel, DecisionKind, EventKind, Status, StopReason
+from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, Status
 
 STEP_TYPES = frozenset({
     EventKind.MESSAGE.value,
     EventKind.TOOL_CALL.value,
     EventKind.ORCHESTRATOR_DECISION.value,
     EventKind.AGGREGATE.value,
-})
-# Stops that the orchestrator did not choose: a budget, a failure or a kill ended the run.
-FORCED_STOPS = frozenset({
-    StopReason.MAX_TURNS.value,
-    StopReason.RECURSION_LIMIT.value,
-    StopReason.ERROR.value,
-    StopReason.CANCELLED.value,
-    StopReason.INCOMPLETE.value,
-    StopReason.INTERRUPT.value,
 })
 _COORDINATION = frozenset({EventKind.ORCHESTRATOR_DECISION.value, EventKind.AGGREGATE.value})
 
@@ -206,7 +197,7 @@ def compute_metrics(trace: dict[str, Any], steps: StepCounts | None = None,
     if prices:
         m["cost_usd"] = round(cost_usd, 8)
     stop = final_stop(events)
-    m["stop_voluntary"] = 0.0 if stop is None or stop.get("reason") in FORCED_STOPS else 1.0
+    m["stop_voluntary"] = 0.0 if stop is None or stop.get("forced") or stop.get("reason") in FORCED_STOP_REASONS else 1.0
     return m
 
 
