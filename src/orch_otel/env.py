@@ -24,6 +24,13 @@ ORCH_OTEL_CONTENT_HASH_KEY = "ORCH_OTEL_CONTENT_HASH_KEY"
 """Optional secret. When set, content refs are keyed hashes (HMAC), so short
 contents cannot be guessed from their refs."""
 
+ORCH_OTEL_MAX_CONTENT_CHARS = "ORCH_OTEL_MAX_CONTENT_CHARS"
+"""Longest piece of content (its JSON text, in characters) captured when
+capture is on; a longer one is recorded as a note of its size, so redaction
+on the app's thread stays bounded. Default: 1048576."""
+
+DEFAULT_MAX_CONTENT_CHARS = 1 << 20
+
 ORCH_OTEL_MAX_OPEN_TRACES = "ORCH_OTEL_MAX_OPEN_TRACES"
 """Traces the live exporter holds open at once. When exceeded, the oldest is
 written with stop reason ``incomplete``. Default: 10000."""
@@ -91,6 +98,10 @@ def trace_dir() -> Path:
 def content_hash_key() -> bytes | None:
     raw = os.environ.get(ORCH_OTEL_CONTENT_HASH_KEY)
     return raw.encode() if raw else None
+
+
+def max_content_chars() -> int:
+    return _positive_int(ORCH_OTEL_MAX_CONTENT_CHARS, DEFAULT_MAX_CONTENT_CHARS)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ._version import __version__
 from .content import ContentPolicy
+from .faults import log_fault
 from .vocabulary import (
     INSTRUMENTATION_NAME,
     Attr,
@@ -156,7 +158,7 @@ class Invocation:
             try:
                 otel_context.detach(token)
             except Exception:  # detached from another context: nothing to restore
-                _log.debug("orch-otel: context detach skipped", exc_info=True)
+                log_fault(_log, logging.DEBUG, "orch-otel: context detach skipped")
 
     def __enter__(self) -> Invocation:
         if self.context is None:
@@ -233,12 +235,24 @@ class Recorder:
         return ERROR
 
     def _mark_error(self, span: Span, error: BaseException | None) -> None:
+        """Mark ``span`` failed. An exception's message and stack trace are
+        content (they often quote inputs, keys or addresses): they are kept
+        only with capture on, and then redacted. The type always is."""
         if error is None:
             span.set_status(StatusCode.ERROR)
             return
-        span.set_attribute(Attr.ERROR_TYPE, type(error).__qualname__)
-        span.set_status(StatusCode.ERROR, f"{type(error).__name__}: {error}")
-        span.record_exception(error, escaped=True)
+        kind = type(error).__qualname__
+        span.set_attribute(Attr.ERROR_TYPE, kind)
+        span.set_status(StatusCode.ERROR, kind)
+        attrs: dict[str, Any] = {Attr.EXCEPTION_TYPE: kind, Attr.EXCEPTION_ESCAPED: True}
+        if self.content.capture:
+            try:
+                attrs[Attr.EXCEPTION_MESSAGE] = self.content.redact(str(error))
+                trace_text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                attrs[Attr.EXCEPTION_STACKTRACE] = self.content.redact(trace_text)
+            except Exception:  # str() of a broken exception must not break the host
+                _log.warning("orch-otel: could not format a %s; message not recorded", kind)
+        span.add_event(SpanEvent.EXCEPTION, attrs)
 
     # -- spans ------------------------------------------------------------------------
 
@@ -450,7 +464,7 @@ class Recorder:
         try:
             kept = self.content.apply(content)
         except Exception:  # a redactor or serializer bug must not break the host
-            _log.warning("orch-otel: content policy failed; content not recorded", exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: content policy failed; content not recorded")
             return
         if kept is not None:
             attrs[ref_key] = kept.ref
