@@ -39,6 +39,11 @@ ORCH_OTEL_MAX_SPANS_PER_TRACE = "ORCH_OTEL_MAX_SPANS_PER_TRACE"
 """Spans held for one open trace. When exceeded, the trace is written early
 with stop reason ``incomplete``. Default: 100000."""
 
+ORCH_OTEL_STRICT = "ORCH_OTEL_STRICT"
+"""``1``: a wrong argument to a public helper, or a fault inside orch-otel,
+raises (for tests). Default: off, the fault is logged once and the call does
+nothing, so it never reaches the app."""
+
 ORCH_OTEL_QUEUE_SIZE = "ORCH_OTEL_QUEUE_SIZE"
 """Spans the trace-file exporter's batch queue holds before it must drop.
 Default: 65536 (the SDK's 2048 is small for bursts of concurrent runs)."""
@@ -85,6 +90,10 @@ def _positive_int(name: str, default: int) -> int:
         return value
     _log.warning("orch-otel: ignoring %s=%r (expected a positive integer)", name, raw)
     return default
+
+
+def strict() -> bool:
+    return _flag(ORCH_OTEL_STRICT, False)
 
 
 def capture_content() -> bool:

@@ -8,9 +8,19 @@ place it was raised, never its message, chain or traceback.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
+import threading
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from . import env
+
+P = ParamSpec("P")
+R = TypeVar("R")
+_log = logging.getLogger("orch_otel")
 
 
 def describe(error: BaseException | None = None) -> str:
@@ -32,3 +42,48 @@ def log_fault(log: logging.Logger, level: int, message: str, *args: object, erro
     """Log ``message % args`` with a content-free description of ``error`` (default: the one being handled)."""
     if log.isEnabledFor(level):
         log.log(level, message + " (%s)", *args, describe(error))
+
+
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+_strict = env.strict()
+
+
+def set_strict(on: bool) -> bool:
+    """Make guarded calls raise instead of logging (for tests); returns the previous setting.
+    ``ORCH_OTEL_STRICT=1`` turns it on at import."""
+    global _strict
+    previous, _strict = _strict, bool(on)
+    return previous
+
+
+def is_strict() -> bool:
+    return _strict
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R | None]:
+    """Wrap a public entry point so that a wrong argument or an internal fault
+    never reaches the app: it is logged once per entry point and kind of fault,
+    and the call does nothing (returns None), as the OpenTelemetry API does.
+    In strict mode it raises."""
+    where = f"{fn.__qualname__}()"
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as error:
+            if _strict:
+                raise
+            key = (where, type(error).__qualname__)
+            with _warned_lock:
+                first = key not in _warned
+                _warned.add(key)
+            if first:
+                log_fault(_log, logging.WARNING, "orch-otel: %s failed; not recorded (logged once; "
+                          "ORCH_OTEL_STRICT=1 raises instead)", where, error=error)
+            return None
+
+    return wrapper

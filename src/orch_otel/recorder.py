@@ -25,7 +25,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ._version import __version__
 from .content import ContentPolicy
-from .faults import log_fault
+from .faults import guarded, log_fault
 from .vocabulary import (
     INSTRUMENTATION_NAME,
     Attr,
@@ -114,10 +114,12 @@ class Invocation:
             self._token = otel_context.attach(ctx)
         return self
 
+    @guarded
     def set(self, key: str, value: Any) -> None:
         if value is not None and self.span.is_recording():
             self.span.set_attribute(key, value)
 
+    @guarded
     def end(self, *, outcome: str = OK, stop_reason: str | None = None, error: BaseException | None = None) -> None:
         """End the span. ``outcome`` is one of ok, error, cancelled, interrupted,
         handoff; only ``error`` marks the span as failed."""
@@ -139,6 +141,7 @@ class Invocation:
         finally:
             self._detach()
 
+    @guarded
     def stop(self, reason: str, *, content: Any = None, source: str | None = None, forced: bool = False) -> None:
         """Record this span's run stopping. Only the run root marks the run as
         stopped: a nested run's stop does not stop the run around it."""
@@ -162,7 +165,7 @@ class Invocation:
 
     def __enter__(self) -> Invocation:
         if self.context is None:
-            self.start()
+            _start(self)  # a fault leaves the span unstarted: the block runs unrecorded
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -175,6 +178,7 @@ class Invocation:
 class ToolInvocation(Invocation):
     __slots__ = ()
 
+    @guarded
     def set_result(self, result: Any) -> None:
         if self.span.is_recording():
             self._recorder._content_attrs(self.span, result, Attr.OUTPUT_REF, Attr.TOOL_CALL_RESULT)
@@ -183,6 +187,7 @@ class ToolInvocation(Invocation):
 class LLMInvocation(Invocation):
     __slots__ = ()
 
+    @guarded
     def set_response(
         self,
         output: Any = None,
@@ -492,6 +497,15 @@ def current_agent() -> str | None:
     """Name of the innermost agent in the current context (None outside agents)."""
     return _current_agent()
 
+
+@guarded
+def _start(invocation: Invocation) -> None:
+    invocation.start()
+
+
+NOT_RECORDING = Recorder(tracer_provider=trace.NoOpTracerProvider(), content=ContentPolicy())
+"""A recorder whose spans never record: what a public helper hands back when it
+could not set up a real span, so the app's ``with`` block still runs."""
 
 _default: Recorder | None = None
 
