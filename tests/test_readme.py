@@ -10,6 +10,7 @@ ORCH_OTEL_* variables set, as a newcomer's shell would."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -93,6 +94,16 @@ def _failure(block: Block, done: subprocess.CompletedProcess) -> str:
 def test_readme_block_runs_as_written(block: Block, tmp_path: Path):
     done = run_block(block, tmp_path)
     assert done.returncode == 0, _failure(block, done)
+
+
+def test_outcomes_walkthrough_gives_each_decision_row_the_outcome(tmp_path: Path):
+    # What the README says follows: every decision row has outcome_success 1.0 and reward 1.0.
+    (block,) = [b for b in README_BLOCKS if b.marked and "--outcomes outcomes.csv" in b.code]
+    done = run_block(block, tmp_path)
+    assert done.returncode == 0, _failure(block, done)
+    rows = [json.loads(line) for line in (tmp_path / "data" / "decisions.jsonl").read_text().splitlines()]
+    assert rows, "the demo has decisions"
+    assert {(r["task_id"], r["outcome_success"], r["reward"]) for r in rows} == {("demo-task-1", 1.0, 1.0)}
 
 
 def test_readme_marks_its_runnable_blocks_and_not_the_quick_start():
