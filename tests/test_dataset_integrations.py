@@ -9,32 +9,11 @@ import asyncio
 import json
 
 import pytest
-from conftest import check_trace
+from fixtures.dataset_runs import record_instrumented as _record
 
-from orch_otel import ContentPolicy, testing
 from orch_otel.datasets import Config, build
-from orch_otel.recorder import Recorder, get_recorder, set_recorder
-from orch_otel.tracefiles import TraceWriter
 
 ROLES = {"system", "user", "assistant", "tool"}
-
-
-def _record(directory, instrumentor, run):
-    old = get_recorder()
-    set_recorder(Recorder(content=ContentPolicy(capture=True)))
-    instrumentor.instrument()
-    try:
-        with testing.capture() as captured:
-            run()
-    finally:
-        instrumentor.uninstrument()
-        set_recorder(old)
-    writer = TraceWriter(directory)
-    conversions = captured.conversions()
-    for c in conversions:
-        writer.write(check_trace(c.trace), c.contents)
-    writer.close()
-    return [c.trace for c in conversions]
 
 
 def _rows(path):

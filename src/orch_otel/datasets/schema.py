@@ -22,7 +22,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     ],
     "decisions": _BASE + [
         ("event_id", "str"), ("decision", "str"), ("agent", "str"), ("role", "str"), ("t", "float"),
-        ("implied", "bool"), ("status", "str"), ("action", "action"), ("options", "strs"),
+        ("implied", "bool"), ("status", "str"), ("action", "action"), ("forced", "bool"), ("options", "strs"),
         ("content_ref", "str"), ("content", "json"), ("context", "json"),
         ("reward", "float"), ("rewards", "json"), ("credit_unit", "str"),
     ],

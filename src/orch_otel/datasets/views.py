@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..content import function_tool
-from ..vocabulary import Channel, DecisionKind, EventKind
+from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind
 from .analysis import Config, Prepared, Turn, find_turns
 from .messages import as_seen_by, extend_conversation, fingerprint, normalize_messages, normalize_output
 from .reader import ContentStore
@@ -83,6 +83,8 @@ def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict
                 "implied": bool(e.get("implied", False)),
                 "status": e.get("status"),
                 "action": _action(e),
+                "forced": bool(e.get("forced")) or e.get("reason") in FORCED_STOP_REASONS
+                if decision == DecisionKind.STOP.value else None,
                 "options": e.get("options"),
                 "content_ref": e.get("content_ref"),
                 "content": store.value(e.get("content_ref")),
