@@ -127,17 +127,24 @@ def messages_view(messages: Any) -> Any:
     """The prompt of a ``create`` call as chat messages (see :func:`_message_view`)."""
     if not isinstance(messages, (list, tuple)):
         return messages
-    return [view for message in messages for view in _message_view(message)]
+    out: list[Any] = []
+    for message in messages:
+        try:
+            out.extend(_message_view(message))
+        except Exception:  # a message of an unexpected shape: recorded as it is
+            telemetry_failed("model message view")
+            out.append(message)
+    return out
 
 
 def output_view(result: Any) -> Any:
     """A ``CreateResult`` as one assistant message: text, or ``tool_calls`` for a
     list of ``FunctionCall``s (its ``thought``, if any, as the text)."""
     content = getattr(result, "content", None)
-    if isinstance(content, list):
-        return {"role": "assistant", "content": getattr(result, "thought", None) or "", "tool_calls": _calls_view(content)}
     if content is None:
         return None
+    if isinstance(content, list):
+        return {"role": "assistant", "content": getattr(result, "thought", None) or "", "tool_calls": _calls_view(content)}
     return {"role": "assistant", "content": content}
 
 
