@@ -4,8 +4,14 @@
 - ``decisions``: one row per orchestration sub-decision (spawn, delegate,
   communicate, aggregate, stop), with what the decider saw (``context``).
 - ``turns``: one row per agent LLM call, with the tool calls that followed.
-- ``chat``: one conversation per agent episode (TRL / verl ``messages``).
+- ``chat``: one conversation per agent episode (TRL / verl ``messages``),
+  from that agent's side (other agents' turns are input), its own replies
+  marked ``trainable``.
 - ``triplets``: agent-lightning ``{prompt, response, reward, metadata}``.
+
+``chat`` and ``triplets`` need captured content: a trace without it raises
+``ContentMissing``, which the engine turns into a skipped trace (or a failed
+run when strict).
 """
 
 from __future__ import annotations
