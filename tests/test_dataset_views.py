@@ -314,3 +314,30 @@ def test_offered_tools_read_every_bound_form(tmp_path, recorded_form):
     assert offered_tools(store, "b2:tools") == [
         {"type": "function", "function": {"name": "add", "description": "Add.", "parameters": {"type": "object"}}}]
     assert offered_tools(store, "b2:absent") == [] and offered_tools(store, None) == []
+
+
+def test_raw_autogen_messages_of_older_recordings_read_as_tool_calls():
+    """Traces recorded before the AutoGen integration wrote chat messages hold
+    AutoGen's own dumps: a FunctionCall list and a FunctionExecutionResultMessage
+    must still read as OpenAI tool calls and one tool message per result."""
+    from orch_otel.datasets.messages import normalize_messages, normalize_output
+
+    calls = [{"id": "c1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+             {"id": "c2", "name": "lookup", "arguments": "{}"}]
+    prompt = [
+        {"type": "UserMessage", "content": "go", "source": "user"},
+        {"type": "AssistantMessage", "content": calls, "thought": None, "source": "a"},
+        {"type": "FunctionExecutionResultMessage", "content": [
+            {"content": "sunny", "name": "get_weather", "call_id": "c1", "is_error": False},
+            {"content": "found", "name": "lookup", "call_id": "c2", "is_error": False}]},
+    ]
+    openai_calls = [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                    {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]
+    assert normalize_messages(prompt) == [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": openai_calls},
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1", "name": "get_weather"},
+        {"role": "tool", "content": "found", "tool_call_id": "c2", "name": "lookup"},
+    ]
+    create_result = {"finish_reason": "function_calls", "content": calls, "usage": {}, "cached": False, "thought": None}
+    assert normalize_output(create_result) == {"role": "assistant", "content": "", "tool_calls": openai_calls}
