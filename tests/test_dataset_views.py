@@ -10,7 +10,7 @@ import pytest
 from conftest import check_trace
 from fixtures.dataset_runs import record, standard_runs
 
-from orch_otel.datasets import Config, ContentMissing, build
+from orch_otel.datasets import Config, ContentMissing, Outcomes, build
 from orch_otel.tracefiles import read_lines
 
 ROLES = {"system", "user", "assistant", "tool"}
@@ -257,6 +257,11 @@ def test_content_views_skip_and_name_traces_without_captured_content(recorded, t
     assert summary.rows_written == len(rows) < whole.rows_written
     written = json.loads((tmp_path / "out" / f"{view}.summary.json").read_text())
     assert written["skipped_trace_ids"] == [lost["trace_id"]]
+    # a skipped trace was read: an outcome row naming it matches a trace
+    outcomes = tmp_path / "outcomes.jsonl"
+    outcomes.write_text(json.dumps({"trace_id": lost["trace_id"], "success": 1}) + "\n")
+    with_outcomes = build([damaged], tmp_path / "outcomes", Config(view=view, outcomes=Outcomes.load(outcomes)))
+    assert with_outcomes.unknown_outcomes == [] and with_outcomes.traces_skipped == 1
     with pytest.raises(ContentMissing, match=lost["trace_id"]):
         build([damaged], tmp_path / "strict", Config(view=view), strict=True)
     assert not (tmp_path / "strict" / f"{view}.jsonl").exists()

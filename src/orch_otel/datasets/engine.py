@@ -139,6 +139,9 @@ def build(
                     raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
                 summary.traces_skipped += 1
                 summary.skipped_trace_ids.append(result["trace_id"])
+                if config.outcomes is not None:  # read, so its outcome rows match a trace
+                    trace_ids.add(result["trace_id"])
+                    task_ids.add(result["task_id"])
             else:
                 summary.traces_used += 1
                 writer.write(result["rows"])
