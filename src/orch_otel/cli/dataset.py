@@ -39,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="USD per million input:output tokens of MODEL, for the cost_usd metric (repeatable)")
     p.add_argument("--validate", action="store_true",
                    help="also check each trace against the full schema and contract (slower)")
+    p.add_argument("--strict", action="store_true",
+                   help="chat / triplets: fail on a trace without captured content (default: skip and count it)")
 
 
 def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
@@ -89,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             summary = build(args.inputs, args.output, config, fmt=args.format, engine=args.engine,
-                            allow_unknown_outcomes=args.allow_unknown_outcomes, progress=advance)
+                            allow_unknown_outcomes=args.allow_unknown_outcomes, strict=args.strict,
+                            progress=advance)
         except (ContentMissing, OutcomeError, RuntimeError, OSError, ValueError) as exc:
             console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             return 1
@@ -97,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("traces read", str(summary.traces_read))
     table.add_row(f"rows written ({summary.view})", str(summary.rows_written))
     table.add_row("rejected lines", str(summary.rejects) + (f" -> {summary.rejects_path}" if summary.rejects else ""))
+    if summary.traces_skipped:
+        ids = summary.skipped_trace_ids
+        table.add_row("traces skipped (no captured content)",
+                      f"{summary.traces_skipped}: " + ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else ""))
     if summary.unknown_outcomes:
         table.add_row("outcome rows matching no trace", str(len(summary.unknown_outcomes)))
     table.add_row("output", f"{summary.output} ({summary.format}, engine {summary.engine})")
