@@ -209,9 +209,8 @@ def termination(recorder: Recorder, graph_manager_type: type, magentic_type: typ
         state.stop = str(getattr(message, "content", "") or "") or None
         state.stop_source = getattr(message, "source", None)
         state.stop_forced, firing = _stops.decide(state, manager, message, graph_manager_type, magentic_type)
-        turn = state.turns.get(firing.agent) if firing is not None and firing.agent else None
-        if firing is not None and turn is not None:
-            recorder.stop_by(turn, firing.text, source=firing.source)
+        if firing is not None:
+            recorder.stop_by(firing.turn, firing.text, source=firing.source)
 
     return wrapper
 

@@ -48,6 +48,7 @@ class Firing:
     source: str  # the condition's name (its StopMessage source)
     text: str  # the condition's own stop text
     agent: str | None  # whose message fired it (None for limits)
+    turn: Any  # that agent's turn (Invocation) when it fired: an ``&`` may stop the run turns later
 
 
 def _first_source(messages: Sequence[Any], match: Callable[[Any], bool]) -> str | None:
@@ -91,7 +92,9 @@ def condition_call() -> Callable[..., Any]:
                 state = current_state()  # the manager's handlers run with their run's context
                 if state is not None:
                     messages = arg(args, kwargs, 0, "messages") or ()
-                    state.firings.append(Firing(str(stop.source), str(stop.content), trigger(instance, messages)))
+                    agent = trigger(instance, messages)
+                    turn = state.turns.get(agent) if agent else None
+                    state.firings.append(Firing(str(stop.source), str(stop.content), agent, turn))
             except Exception:
                 telemetry_failed("termination condition")
         return stop
@@ -116,5 +119,5 @@ def decide(state: RunState, manager: Any, message: Any, graph_type: type, magent
         return not _natural_end(state, manager, message, graph_type, magentic_type), None
     names = {part.strip() for part in source.split(",")}
     forced = names <= FORCED_CONDITIONS
-    chosen = next((f for f in firings if f.source in names and f.source not in FORCED_CONDITIONS and f.agent), None)
+    chosen = next((f for f in firings if f.source in names and f.source not in FORCED_CONDITIONS and f.turn is not None), None)
     return forced, chosen
