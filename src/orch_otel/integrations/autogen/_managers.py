@@ -1,13 +1,16 @@
 """The team's side: group chat managers choose speakers (delegation), relay
 responses (messages), join parallel speakers (aggregation) and terminate
-(stop). Everything is recorded on the run span, whose actor is the team.
+(stop). Everything is recorded on the run span, whose actor is the team,
+except an agent's own stop (on its turn, see ``_stops``).
 
 Hooks: ``BaseGroupChatManager._log_speaker_selection`` (every manager but
-MagenticOne), ``SelectorGroupChatManager._select_speaker`` (the filtered
-candidate list), ``handle_start`` / ``handle_agent_response`` (context and
-messages), ``_signal_termination(_with_error)`` (stop reason), and
+MagenticOne), ``SelectorGroupChatManager._select_speaker`` /
+``select_speaker`` (the candidate list), ``handle_start`` /
+``handle_agent_response`` (context and messages),
+``_signal_termination(_with_error)`` (stop reason, forced or voluntary), and
 ``MagenticOneOrchestrator.publish_message`` (its speaker requests and
-instructions).
+instructions), ``_orchestrate_step`` / ``_prepare_final_answer`` (its own
+stop: round limit or answer).
 """
 
 from __future__ import annotations
@@ -37,10 +40,10 @@ def selection(recorder: Recorder, graph_manager_type: type | None,
     chosen speaker(s) and the candidates; a parallel choice marks each turn with
     its fan-out index; a GraphFlow node with several parents is a fan-in.
 
-    Candidates (docs/autogen.md#delegations): the selector's own list; the one
-    speaker a round robin's order or a swarm's handoff leaves (no choice); a
-    GraphFlow's start nodes, then the targets of the last speakers' outgoing
-    edges; every participant for any other manager."""
+    Candidates (docs/autogen.md#delegations-and-their-candidates): the
+    selector's own list; the one speaker a round robin's order or a swarm's
+    handoff leaves (no choice); a GraphFlow's start nodes, then the targets of
+    the last speakers' outgoing edges; every participant for any other manager."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = state_of(instance)

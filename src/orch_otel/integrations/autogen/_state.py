@@ -41,7 +41,7 @@ class RunState:
         self.parent = parent  # the run this one is nested in
         self.stop: str | None = None  # the termination's StopMessage content
         self.stop_source: str | None = None  # the termination condition (or manager) that stopped it
-        self.stop_forced = False  # a limit stopped it (docs/autogen.md#stops)
+        self.stop_forced = False  # a limit stopped it (docs/autogen.md#stops-forced-or-voluntary)
         self.error_type: str | None = None
         self.options: list[str] | None = None  # the selector's real candidate list for the next choice
         self.fanout: dict[str, tuple[int, int]] = {}  # speaker -> (index, size) of a parallel selection

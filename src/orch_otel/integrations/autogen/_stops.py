@@ -1,5 +1,5 @@
 """Stops: which termination condition ended a run, whether a limit forced it
-or an agent chose it, and which agent (docs/autogen.md#stops).
+or an agent chose it, and which agent (docs/autogen.md#stops-forced-or-voluntary).
 
 A group chat manager checks its termination condition after each response
 and resets it before it signals the stop, so the condition's own state is gone
