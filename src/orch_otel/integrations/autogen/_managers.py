@@ -83,7 +83,8 @@ def _graph_options(state: RunState, manager: Any) -> list[str]:
     """A GraphFlow's candidates: its start nodes first, then every target of an
     outgoing edge of the nodes that just ran (edge conditions pick among them)."""
     if state.last_speakers is None:
-        return list(manager._graph.get_start_nodes())
+        start = manager._graph.get_start_nodes()  # a set: keep the graph's node order
+        return [node for node in manager._graph.nodes if node in start]
     targets: dict[str, None] = {}
     for speaker in state.last_speakers:
         for edge in manager._edges.get(speaker, ()):
