@@ -316,3 +316,15 @@ async def test_graph_flow_candidates_are_the_outgoing_edges(captured):
     # A's message says yes: of its two branches the graph takes B; then nothing is left.
     assert options(captured) == [(["A"], ["A"]), (["B"], ["B", "C"])]
     assert stops(captured) == [("GraphFlow", "Digraph execution is complete", False)]
+
+
+async def test_stop_voluntary_metric_is_zero_for_limits_and_one_for_choices(captured):
+    from orch_otel.datasets.metrics import compute_metrics
+
+    await run(apps.two_agent_round_robin(3))  # max messages
+    await run(apps.token_budget_round_robin())  # tokens
+    await run(apps.timed_round_robin(), task=None)  # timeout
+    await run(apps.weather_round_robin())  # b says TERMINATE
+    await run(apps.swarm_team())  # bob hands off to user
+    got = {t["events"][0]["agent"]: compute_metrics(t)["stop_voluntary"] for t in captured.traces()}
+    assert got == {"RoundRobinGroupChat": 0.0, "budget_team": 0.0, "timed_team": 0.0, "weather_team": 1.0, "Swarm": 1.0}
