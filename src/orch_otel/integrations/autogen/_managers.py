@@ -267,8 +267,11 @@ def magentic_one_step() -> Callable[..., Any]:
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = state_of(instance)
         if state is not None:
-            limit = getattr(instance, "_max_turns", None)
-            state.round_limit = limit is not None and getattr(instance, "_n_rounds", 0) > limit
+            try:
+                limit = instance._max_turns
+                state.round_limit = limit is not None and instance._n_rounds > limit
+            except Exception:
+                telemetry_failed("MagenticOne step")
         return await wrapped(*args, **kwargs)
 
     return wrapper

@@ -27,6 +27,7 @@ from typing import Any
 
 from autogen_agentchat import conditions as _c
 from autogen_agentchat.messages import HandoffMessage, StopMessage, TextMessage, ToolCallExecutionEvent
+from autogen_agentchat.teams._group_chat._graph._digraph_group_chat import _DIGRAPH_STOP_MESSAGE
 
 from ._state import RunState, arg, current_state, telemetry_failed
 
@@ -40,7 +41,7 @@ CONDITION_CLASSES = tuple(getattr(_c, name) for name in _c.__all__)
 
 FORCED_TYPES = (_c.MaxMessageTermination, _c.TokenUsageTermination, _c.TimeoutTermination, _c.ExternalTermination)
 
-DIGRAPH_COMPLETE = "Digraph execution is complete"  # GraphFlow's own stop text when no node is left to run
+DIGRAPH_COMPLETE = _DIGRAPH_STOP_MESSAGE  # GraphFlow's own stop text when no node is left to run
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +54,11 @@ class Firing:
 
 def _first_source(messages: Sequence[Any], match: Callable[[Any], bool]) -> str | None:
     for message in messages:
-        if match(message):
-            return getattr(message, "source", None)
+        try:
+            if match(message):
+                return getattr(message, "source", None)
+        except Exception:  # a message of a kind the condition would skip too
+            continue
     return None
 
 
