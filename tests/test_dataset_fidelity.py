@@ -70,9 +70,10 @@ FANOUT = Truth(  # langgraph_apps.build_fanout(3): three workers each run lookup
 ROUND_ROBIN = Truth(  # autogen testing.weather_round_robin: a calls get_weather, b says TERMINATE
     app="autogen round robin: a (get_weather) -> b TERMINATE",
     instances={"a": 1, "b": 1},
-    delegations=(Delegation("weather_team", "a", frozenset("ab")), Delegation("weather_team", "b", frozenset("ab"))),
+    # round robin leaves no choice: each turn's one candidate is the next in order
+    delegations=(Delegation("weather_team", "a", frozenset("a")), Delegation("weather_team", "b", frozenset("b"))),
     tool_calls=(("a", "get_weather", "call_1"),),
-    stop=Stop("weather_team", reason="TERMINATE"),
+    stop=Stop("b", reason="TERMINATE"),  # b's own message fired the mention condition
 )
 
 SELECTOR = Truth(  # autogen_apps.selector_team: planner, then coder (planner no longer a candidate)
@@ -82,20 +83,20 @@ SELECTOR = Truth(  # autogen_apps.selector_team: planner, then coder (planner no
         Delegation("SelectorGroupChat", "planner", frozenset({"planner", "coder", "reviewer"})),
         Delegation("SelectorGroupChat", "coder", frozenset({"coder", "reviewer"})),
     ),
-    stop=Stop("SelectorGroupChat", reason="TERMINATE"),
+    stop=Stop("coder", reason="TERMINATE"),  # the coder's message fired the mention condition
 )
 
 SWARM = Truth(  # autogen_apps.swarm_team: alice looks up and hands off to bob, bob hands off to the user
     app="autogen swarm: alice (lookup, transfer_to_bob) -> bob (transfer_to_user)",
     instances={"alice": 1, "bob": 1},
     delegations=(
-        Delegation("Swarm", "alice", frozenset({"alice", "bob"})),
+        Delegation("Swarm", "alice", frozenset({"alice"})),  # the first participant starts
         Delegation("alice", "bob", frozenset({"bob"})),
-        Delegation("Swarm", "bob", frozenset({"alice", "bob"})),
+        Delegation("Swarm", "bob", frozenset({"bob"})),  # the swarm follows the handoff
         Delegation("bob", "user", frozenset({"user"})),
     ),
     tool_calls=(("alice", "lookup", "t1"), ("alice", "transfer_to_bob", "h1"), ("bob", "transfer_to_user", "h2")),
-    stop=Stop("Swarm", reason="Handoff to user from bob"),
+    stop=Stop("bob", reason="user"),  # bob's handoff to the user fired the handoff condition
 )
 
 
