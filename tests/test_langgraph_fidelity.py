@@ -115,7 +115,7 @@ class _RunIds(BaseCallbackHandler):
             self.roots.append(run_id)
 
 
-def test_the_callers_run_id_and_handlers_are_untouched(captured):
+def test_the_callers_config_and_handlers_are_untouched(captured):
     handler = _RunIds()
     run_id = uuid4()
     out = apps.build_path_map_router().invoke(apps.user_input(), {"run_id": run_id, "callbacks": [handler]})
@@ -125,13 +125,25 @@ def test_the_callers_run_id_and_handlers_are_untouched(captured):
     assert delegations(trace) == [("supervisor", "researcher", {"researcher"})]
 
 
-def test_uninstrument_restores_pregel_stream(instrumented):
+def test_uninstrument_restores_the_wrapped_pregel_method(instrumented):
     from langgraph.pregel.main import Pregel
 
-    assert Pregel.stream.__orch_otel_original__ is not None
+    original = Pregel._defaults.__orch_otel_original__
     instrumented.uninstrument()
     try:
-        assert not hasattr(Pregel.stream, "__orch_otel_original__")
-        assert not hasattr(Pregel.astream, "__orch_otel_original__")
+        assert Pregel._defaults is original
     finally:
         instrumented.instrument()
+
+
+async def test_concurrent_runs_each_resolve_their_own_graph(captured):
+    import asyncio
+
+    runs = [apps.build_path_map_router().ainvoke(apps.user_input()) for _ in range(8)]
+    runs += [apps.build_literal_router("billing").ainvoke(apps.user_input()) for _ in range(8)]
+    await asyncio.gather(*runs)
+    traces = captured.traces()
+    assert len(traces) == 16
+    got = sorted(repr(delegations(trace)) for trace in traces)
+    assert got == sorted([repr([("supervisor", "researcher", {"researcher"})])] * 8
+                         + [repr([("triage", "billing", {"billing", "tech"})])] * 8)

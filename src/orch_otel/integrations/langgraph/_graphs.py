@@ -5,12 +5,14 @@ Callbacks name the router that ran and the value it returned, but not the
 graph, so neither the path map that turns that value into a node nor the
 candidates the node could have chosen. Those live on the compiled graph
 (``Pregel.nodes``: one ``PregelNode`` per node key). ``GraphPatch`` tells
-the handler which compiled graph each graph run is: it wraps
-``Pregel.stream`` / ``Pregel.astream`` (every invoke, batch and
-astream_events goes through them) and, before calling the original, gives
-the run the id LangChain would otherwise have generated (``config["run_id"]``,
-kept when the caller set one), so the handler can pick the graph up at the
-run's ``on_chain_start``. Nothing else of the call changes.
+the handler which compiled graph each graph run is. ``Pregel.stream`` and
+``Pregel.astream`` (which every invoke, batch and astream_events goes
+through) call the private ``Pregel._defaults`` and then, in the same
+thread and with no callback in between, start the graph's run
+(``on_chain_start``, with the handler inline). The wrap of ``_defaults``
+notes the graph and the run name it is about to use; the handler gives the
+graph to the next graph run of that name in that thread. Nothing the graph,
+the app or other handlers see changes (the config is not touched).
 
 The readers below look at a ``PregelNode`` read-only, as LangGraph itself
 builds it (``langgraph/graph/state.py``: ``attach_node``, ``attach_edge``,
@@ -32,7 +34,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import uuid
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -44,60 +45,45 @@ HANDOFF_DESTINATION = "__handoff_destination"
 
 
 class GraphPatch:
-    """The wraps of ``Pregel.stream`` and ``Pregel.astream``, with their undo.
-    ``note(run_id, graph)`` is called before each graph run starts."""
+    """The wrap of ``Pregel._defaults``, with its undo. ``note(name, graph)``
+    is called just before the graph's run starts, in the thread that starts it."""
 
-    def __init__(self, note: Callable[[Any, Any], None]) -> None:
+    def __init__(self, note: Callable[[str, Any], None]) -> None:
         self._note = note
-        self._originals: list[tuple[Any, str, Any]] = []
+        self._original: tuple[Any, Any] | None = None
 
     def apply(self) -> None:
         try:
             pregel = importlib.import_module("langgraph.pregel.main").Pregel
-        except (ImportError, AttributeError):
-            _log.info("orch-otel: langgraph.pregel.main.Pregel not found; routing options and path maps "
-                      "will not be recorded")
+            original = pregel.__dict__["_defaults"]
+        except (ImportError, AttributeError, KeyError):
+            _log.info("orch-otel: langgraph.pregel.main.Pregel._defaults not found; routing options and "
+                      "path maps will not be recorded")
             return
-        for attr, wrap in (("stream", self._wrap_sync), ("astream", self._wrap_async)):
-            original = pregel.__dict__.get(attr)
-            if original is None or getattr(original, "__orch_otel_original__", None) is not None:
-                continue
-            wrapped = wrap(original)
-            wrapped.__orch_otel_original__ = original  # type: ignore[attr-defined]
-            wrapped.__wrapped__ = original  # type: ignore[attr-defined]
-            wrapped.__doc__ = original.__doc__
-            wrapped.__name__ = original.__name__
-            setattr(pregel, attr, wrapped)
-            self._originals.append((pregel, attr, original))
+        if getattr(original, "__orch_otel_original__", None) is not None:
+            return  # already wrapped
+        note = self._note
+
+        def _defaults(graph: Any, config: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(graph, config, *args, **kwargs)
+            try:  # the name Pregel.stream gives the run it starts next
+                note(str(config.get("run_name") or graph.get_name()), graph)
+            except Exception:  # telemetry never raises into the host
+                _log.debug("orch-otel: noting a LangGraph graph run failed", exc_info=True)
+            return result
+
+        _defaults.__orch_otel_original__ = original  # type: ignore[attr-defined]
+        _defaults.__wrapped__ = original  # type: ignore[attr-defined]
+        _defaults.__doc__ = original.__doc__
+        pregel._defaults = _defaults
+        self._original = (pregel, original)
 
     def undo(self) -> None:
-        for owner, attr, original in reversed(self._originals):
-            if getattr(owner.__dict__.get(attr), "__orch_otel_original__", None) is original:
-                setattr(owner, attr, original)
-        self._originals.clear()
-
-    def _with_run_id(self, graph: Any, config: Any) -> Any:
-        try:
-            run_id = config.get("run_id") if config else None
-            if run_id is None:
-                run_id = uuid.uuid4()
-                config = {**config, "run_id": run_id} if config else {"run_id": run_id}
-            self._note(run_id, graph)
-        except Exception:  # telemetry never raises into the host
-            _log.debug("orch-otel: noting a LangGraph graph run failed", exc_info=True)
-        return config
-
-    def _wrap_sync(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def stream(graph: Any, input: Any, config: Any = None, *args: Any, **kwargs: Any) -> Any:
-            return original(graph, input, self._with_run_id(graph, config), *args, **kwargs)
-
-        return stream
-
-    def _wrap_async(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def astream(graph: Any, input: Any, config: Any = None, *args: Any, **kwargs: Any) -> Any:
-            return original(graph, input, self._with_run_id(graph, config), *args, **kwargs)
-
-        return astream
+        if self._original is not None:
+            pregel, original = self._original
+            if getattr(pregel.__dict__.get("_defaults"), "__orch_otel_original__", None) is original:
+                pregel._defaults = original
+        self._original = None
 
 
 # -- readers of one PregelNode ----------------------------------------------------------------

@@ -15,6 +15,7 @@ recognised before any error work, and nothing of the graph state is read.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from typing import Any
 from uuid import UUID
@@ -63,7 +64,6 @@ _log = logging.getLogger(__name__)
 
 SYSTEM = "langgraph"
 _MAX_INTERRUPTED = 10_000
-_MAX_PENDING_GRAPHS = 10_000
 
 class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
     """Maps LangChain/LangGraph callbacks to orch-otel spans and span events."""
@@ -77,16 +77,12 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         self._recorder = recorder
         self._runs: dict[UUID, Run] = {}
         self._interrupted: OrderedDict[str, SpanContext] = OrderedDict()
-        self._graphs: dict[Any, Any] = {}  # run id -> the compiled graph about to run (see _graphs.py)
+        self._next_graph = threading.local()  # (run name, compiled graph) about to start, per thread
 
-    def note_graph(self, run_id: Any, graph: Any) -> None:
-        """``graph`` (a compiled ``Pregel``) is about to start run ``run_id``."""
-        if not self.enabled:
-            return
-        graphs = self._graphs
-        graphs[run_id] = graph
-        while len(graphs) > _MAX_PENDING_GRAPHS:  # runs whose start callback never came
-            graphs.pop(next(iter(graphs)), None)
+    def note_graph(self, name: str, graph: Any) -> None:
+        """``graph`` (a compiled ``Pregel``) starts its run, named ``name``, next in this thread."""
+        if self.enabled:
+            self._next_graph.value = (name, graph)
 
     @property
     def recorder(self) -> Recorder:
@@ -110,8 +106,10 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             name = serialized.get("name")
         run = Run(run_id, parent, str(name) if name else "chain")
         self._runs[run_id] = run
-        if self._graphs:
-            run.graph = self._graphs.pop(run_id, None)
+        upcoming = getattr(self._next_graph, "value", None)
+        if upcoming is not None and upcoming[0] == run.name and not has_step_tag(tags):
+            run.graph = upcoming[1]
+            self._next_graph.value = None
         if parent is not None and has_step_tag(tags):
             self._node_start(run, parent, md)
             return

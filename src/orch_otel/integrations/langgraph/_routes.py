@@ -102,14 +102,16 @@ class RoutesMixin:
             options = gr.without_end(gr.command_destinations(node_spec(_nearest_node(host))))
         return options
 
-    def _answer_stop(self, agent: Run, node: Run | None, graph: Any = None) -> None:
-        """An agent whose node may only leave by a ``Command`` (declared
+    def _answer_stop(self, agent: Run, node: Run | None, subgraph: Any = None) -> None:
+        """An agent whose node may leave only by a ``Command`` (declared
         destinations, no edge out) finished without one: it ended its graph.
-        ``graph``: the compiled graph the agent is, when the node runs a subgraph."""
+        ``subgraph``: the compiled graph the agent is, when it is a subgraph run;
+        it must be the node itself (a graph invoked inside the node's own code
+        leaves the routing to that code)."""
         spec = node_spec(node)
         if spec is None or agent.inv is None:
             return
-        if graph is not None and getattr(spec, "bound", None) is not graph:
-            return  # the subgraph runs inside the node's own code, which may still route
+        if agent.why == SUBGRAPH and (subgraph is None or getattr(spec, "bound", None) is not subgraph):
+            return
         if gr.command_destinations(spec) and not gr.has_edges(spec):
             agent.inv.stop(StopReason.END.value, source=ANSWER)
