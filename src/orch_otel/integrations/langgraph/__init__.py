@@ -13,7 +13,9 @@ per run of the example apps.
 How: a LangChain callback handler injected into every callback manager with
 ``langchain_core.tracers.context.register_configure_hook`` (no callback
 manager is patched), plus a wrap of LangGraph's per-step context copy so
-spans started inside a node nest under it (``_context.py``).
+spans started inside a node nest under it (``_context.py``), and a wrap of
+``Pregel._defaults`` that tells the handler which compiled graph a run is, so
+routing decisions resolve path maps and know their options (``_graphs.py``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ thread and with no callback in between, start the graph's run
 (``on_chain_start``, with the handler inline). The wrap of ``_defaults``
 notes the graph and the run name it is about to use; the handler gives the
 graph to the next graph run of that name in that thread. Nothing the graph,
-the app or other handlers see changes (the config is not touched).
+the app or other handlers see changes (the config is not touched). Under
+asyncio, an async inline handler ahead of ours could let another graph's
+run slip in between; a run whose name does not match then simply gets no
+graph (its decisions keep their targets, without options).
 
 The readers below look at a ``PregelNode`` read-only, as LangGraph itself
 builds it (``langgraph/graph/state.py``: ``attach_node``, ``attach_edge``,
