@@ -277,7 +277,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 self._remember_interrupt(run.thread_id, inv.span.get_span_context())
         elif isinstance(error, GraphRecursionError):
             # the runtime's step limit, not a choice: a forced stop (recorded before the error ends the span)
-            inv.stop(StopReason.RECURSION_LIMIT.value, source="recursion_limit", forced=True)
+            inv.stop(StopReason.RECURSION_LIMIT.value, source="GraphRecursionError", forced=True)
         inv.end(outcome=outcome, stop_reason=reason, error=error if outcome == ERROR else None)
 
     def _remember_interrupt(self, thread_id: str, span_context: SpanContext) -> None:
