@@ -147,3 +147,10 @@ async def test_concurrent_runs_each_resolve_their_own_graph(captured):
     got = sorted(repr(delegations(trace)) for trace in traces)
     assert got == sorted([repr([("supervisor", "researcher", {"researcher"})])] * 8
                          + [repr([("triage", "billing", {"billing", "tech"})])] * 8)
+
+
+def test_send_fan_out_spawn_decision_carries_the_edges_declared_targets(captured):
+    apps.build_fanout(3).invoke({})
+    (trace,) = captured.traces()
+    (spawn,) = [d for d in decisions_of(trace, "spawn") if not d.get("implied")]
+    assert (spawn["agent"], spawn["targets"], spawn["options"]) == ("fanout", ["worker"] * 3, ["worker"])

@@ -71,7 +71,7 @@ class RoutesMixin:
             graph.fanout_size = sends
             graph_scope = graph.scope()
             if graph_scope is not None and graph_scope.inv is not None:
-                self.recorder.spawn(names, span=graph_scope.inv.span)
+                self.recorder.spawn(names, options=gr.without_end(options), span=graph_scope.inv.span)
             return
         self.recorder.delegate(targets[0] if len(targets) == 1 else targets, options=gr.without_end(options),
                                span=scope.inv.span)
