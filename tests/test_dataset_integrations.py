@@ -42,7 +42,8 @@ def test_langgraph_supervisor_decisions_and_chat(tmp_path):
         ("delegate", "supervisor", ["math_expert"]), ("delegate", "supervisor", ["research_expert"])]
     stops = [(r["agent"], r["action"]["reason"]) for r in rows if r["decision"] == "stop"]
     assert stops == [(e["agent"], e["reason"]) for e in trace["events"] if e.get("decision") == "stop"]
-    assert len(stops) == 1 and stops[0][1] == "end"
+    # the supervisor's last turn answers with no handoff (its stop), then the workflow ends
+    assert stops == [("supervisor", "end"), ("supervision", "end")]
     assert [r["event_id"] for r in rows] == [e["id"] for e in trace["events"] if e.get("decision")]
     build([tmp_path / "traces"], tmp_path, Config(view="turns"))
     turns = _rows(tmp_path / "turns.jsonl")
