@@ -1,0 +1,89 @@
+"""Instances: each agent invocation (and workflow run) gets an id ``name#k``,
+k = 1, 2, ... per name in order of start, so that parallel or repeated
+invocations of one agent stay apart. Rules in docs/trace-format.md#instances."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from ._common import CH_AGENT, E_AGGREGATE, E_MESSAGE, E_RETURN, E_SPAWN, Ev, Scope
+
+
+def number_instances(scopes: Mapping[str, Scope]) -> dict[str, str]:
+    """Scope span id -> its instance id."""
+    counts: Counter[str] = Counter()
+    out: dict[str, str] = {}
+    for scope in sorted(scopes.values(), key=lambda s: (s.start_ns, s.span_id)):
+        counts[scope.name] += 1
+        out[scope.span_id] = f"{scope.name}#{counts[scope.name]}"
+    return out
+
+
+def assign_instances(ordered: list[Ev], scopes: Mapping[str, Scope], instance_of: Mapping[str, str]) -> None:
+    """Write ``instance``, ``to_instance`` and ``source_instances`` into the events."""
+    children: dict[str, list[Scope]] = defaultdict(list)
+    for scope in sorted(scopes.values(), key=lambda s: (s.start_ns, s.span_id)):
+        if scope.parent is not None:
+            children[scope.parent].append(scope)
+    aggregated: dict[str, set[str]] = defaultdict(set)  # aggregator scope -> children already aggregated
+    for ev in ordered:
+        data = ev.data
+        scope = data.get("agent_span_id")
+        if scope is None:
+            continue
+        kind = data["type"]
+        if kind == E_MESSAGE and data.get("channel") == CH_AGENT and data["agent"] != scopes[scope].name:
+            # a message relayed on another span (AutoGen's team span relays what a member said):
+            # it is the work of the sender's invocation inside that scope
+            own = _sender_scope(children.get(scope, ()), data["agent"], ev.t_ns)
+            if own is not None:
+                scope = data["agent_span_id"] = own
+        data["instance"] = instance_of[scope]
+        if kind == E_SPAWN:
+            data["to_instance"] = instance_of[data["span_id"]]
+        elif kind == E_RETURN:
+            parent = scopes[scope].parent
+            if parent is not None:
+                data["to_instance"] = instance_of[parent]
+        elif kind == E_AGGREGATE and data.get("sources"):
+            sources = _source_scopes(data["sources"], children.get(scope, ()), aggregated[scope], ev.t_ns)
+            if sources is not None:
+                data["source_instances"] = [instance_of[s] for s in sources]
+                aggregated[scope].update(sources)
+
+
+def _sender_scope(kids: Any, sender: str, t_ns: int) -> str | None:
+    """The sender's invocation among ``kids``: the one running at ``t_ns``,
+    else the latest one that ended by then; None when that is not clear."""
+    running = [k for k in kids if k.name == sender and k.start_ns <= t_ns <= k.end_ns]
+    if running:
+        return running[0].span_id if len(running) == 1 else None
+    ended = [k for k in kids if k.name == sender and k.end_ns <= t_ns]
+    return max(ended, key=lambda k: (k.end_ns, k.start_ns)).span_id if ended else None
+
+
+def _source_scopes(sources: list[str], kids: Any, done: set[str], t_ns: int) -> list[str] | None:
+    """The child invocations an aggregation combines, one per named source, or
+    None when they are not certain: for each name, the children of that name
+    that returned since the aggregator's previous aggregation, when there are
+    exactly as many as the name is listed (else all that returned, when those
+    are exactly as many)."""
+    returned: dict[str, list[str]] = defaultdict(list)
+    fresh: dict[str, list[str]] = defaultdict(list)
+    for kid in kids:
+        if kid.end_ns <= t_ns:
+            returned[kid.name].append(kid.span_id)
+            if kid.span_id not in done:
+                fresh[kid.name].append(kid.span_id)
+    wanted = Counter(sources)
+    picked: dict[str, list[str]] = {}
+    for name, n in wanted.items():
+        if len(fresh[name]) == n:
+            picked[name] = fresh[name]
+        elif len(returned[name]) == n:
+            picked[name] = returned[name]
+        else:
+            return None
+    return [picked[name].pop(0) for name in sources]

@@ -1,0 +1,164 @@
+"""The topology of a run, inferred from its structure when the app did not
+state one (an explicit ``orch.topology`` always wins). Rules, first match
+wins (docs/trace-format.md#topology):
+
+1. ``hierarchical``: a sub-agent manages sub-agents of its own (a manager
+   under a manager; a root workflow that only wraps one sub-agent, calling no
+   model and delegating nothing, does not count as a level).
+2. ``mixed``: two or more of rules 3-5 hold.
+3. ``planner_executor_critic``: a planner, an executor and a critic (by role,
+   else by name), first invoked in that order.
+4. ``debate``: two agents message each other both ways, three messages or more.
+5. ``swarm``: peer handoffs (a delegation by an agent to one that is not its
+   own sub-agent) that are not a hub's: two agents hand off, or one hands off
+   and is never invoked again.
+6. ``centralized``: one coordinator runs two or more sub-agent invocations,
+   or delegates to a sub-agent of its own, or one agent hands work off and is
+   invoked again after each handoff.
+7. ``harness``: a single agent (one name) in a loop with tools.
+8. ``unknown``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from ..vocabulary import Topology
+from ._common import CH_AGENT, CH_LLM, D_DELEGATE, E_MESSAGE, E_TOOL_CALL, Scope
+
+_HANDOFF_TYPES = frozenset({"handoff", "HandoffMessage"})
+_PLANNER = ("plan",)
+_EXECUTOR = ("execut", "worker", "coder", "solver", "implement", "actor", "doer")
+_CRITIC = ("critic", "critique", "review", "verif", "judge", "evaluat", "checker")
+
+
+def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
+                   events: list[dict[str, Any]]) -> str:
+    """One of the seed schema's topology values for a converted run."""
+    children: dict[str | None, list[Scope]] = defaultdict(list)
+    for scope in sorted(scopes.values(), key=lambda s: (s.start_ns, s.span_id)):
+        children[scope.parent].append(scope)
+    ignored = _wrapper(children, instance_of, events)
+    agents = [s for s in scopes.values() if not s.workflow]
+    if _hierarchical(scopes, children, ignored):
+        return Topology.HIERARCHICAL.value
+    by_instance = {instance: scopes[span_id] for span_id, instance in instance_of.items()}
+    peer = _peer_handoffs(events, by_instance, children)
+    patterns = [name for name, holds in (
+        (Topology.PLANNER_EXECUTOR_CRITIC.value, _planner_executor_critic(agents)),
+        (Topology.DEBATE.value, _debate(events, {s.name for s in agents})),
+        (Topology.SWARM.value, _swarm(peer, scopes)),
+    ) if holds]
+    if len(patterns) > 1:
+        return Topology.MIXED.value
+    if patterns:
+        return patterns[0]
+    if _centralized(children, ignored, peer, events, by_instance):
+        return Topology.CENTRALIZED.value
+    workers = agents or list(scopes.values())
+    if len({s.name for s in workers}) == 1 and any(
+            e["type"] == E_TOOL_CALL and e["agent"] == workers[0].name for e in events):
+        return Topology.HARNESS.value
+    return Topology.UNKNOWN.value
+
+
+def _wrapper(children: Mapping[str | None, list[Scope]], instance_of: Mapping[str, str],
+             events: list[dict[str, Any]]) -> str | None:
+    """The root workflow when it only wraps one sub-agent: it neither calls a
+    model nor delegates (a graph whose one node is an agent), so it adds no level."""
+    roots = children.get(None, [])
+    if len(roots) != 1 or not roots[0].workflow or len(children.get(roots[0].span_id, ())) != 1:
+        return None
+    me = instance_of[roots[0].span_id]
+    for e in events:
+        if e.get("instance") == me and (e.get("channel") == CH_LLM or e.get("decision") == D_DELEGATE):
+            return None
+    return roots[0].span_id
+
+
+def _hierarchical(scopes: Mapping[str, Scope], children: Mapping[str | None, list[Scope]],
+                  ignored: str | None) -> bool:
+    for span_id, scope in scopes.items():
+        if span_id != ignored and children.get(span_id) and scope.parent is not None and scope.parent != ignored:
+            return True  # a manager whose own manager counts as a level
+    return False
+
+
+def _peer_handoffs(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
+                   children: Mapping[str | None, list[Scope]]) -> list[tuple[dict[str, Any], str]]:
+    """(delegation, target) for each target an agent handed work to that is not its own sub-agent."""
+    out = []
+    for e in events:
+        if e.get("decision") != D_DELEGATE or e["type"] == E_MESSAGE:
+            continue
+        scope = by_instance.get(e.get("instance", ""))
+        if scope is None or scope.workflow:
+            continue
+        own = {kid.name for kid in children.get(scope.span_id, ())}
+        out.extend((e, target) for target in e.get("targets", ()) if target not in own)
+    return out
+
+
+def _invoked_again(delegation: dict[str, Any], scopes: Mapping[str, Scope]) -> bool:
+    """Whether the delegating agent gets control back: it is invoked again after this invocation."""
+    own = scopes.get(delegation.get("agent_span_id", ""))
+    return own is not None and any(s.name == own.name and s.start_ns > own.end_ns for s in scopes.values())
+
+
+def _swarm(peer: list[tuple[dict[str, Any], str]], scopes: Mapping[str, Scope]) -> bool:
+    if not peer:
+        return False
+    deciders = {e["agent"] for e, _ in peer}
+    return len(deciders) > 1 or not all(_invoked_again(e, scopes) for e, _ in peer)
+
+
+def _centralized(children: Mapping[str | None, list[Scope]], ignored: str | None,
+                 peer: list[tuple[dict[str, Any], str]], events: list[dict[str, Any]],
+                 by_instance: Mapping[str, Scope]) -> bool:
+    if peer:  # not a swarm (rule 5): one hub that gets control back after each handoff
+        return True
+    if any(len(kids) >= 2 for parent, kids in children.items() if parent is not None):
+        return True
+    for e in events:  # a coordinator that delegates to a sub-agent of its own, which returns to it
+        if e.get("decision") == D_DELEGATE and e["type"] != E_MESSAGE:
+            scope = by_instance.get(e.get("instance", ""))
+            if scope is not None and scope.span_id != ignored:
+                own = {kid.name for kid in children.get(scope.span_id, ())}
+                if own.intersection(e.get("targets", ())):
+                    return True
+    return False
+
+
+def _kind(scope: Scope) -> str | None:
+    label = (scope.role or scope.name).lower()
+    for kind, words in (("planner", _PLANNER), ("critic", _CRITIC), ("executor", _EXECUTOR)):
+        if any(w in label for w in words):
+            return kind
+    return None
+
+
+def _planner_executor_critic(agents: list[Scope]) -> bool:
+    first: dict[str, int] = {}
+    names: dict[str, set[str]] = defaultdict(set)
+    for scope in agents:
+        kind = _kind(scope)
+        if kind is not None:
+            names[kind].add(scope.name)
+            first[kind] = min(first.get(kind, scope.start_ns), scope.start_ns)
+    if len(first) < 3 or len(names["planner"] | names["executor"] | names["critic"]) < 3:
+        return False
+    return first["planner"] <= first["executor"] <= first["critic"]
+
+
+def _debate(events: list[dict[str, Any]], agents: set[str]) -> bool:
+    said: Counter[tuple[str, str]] = Counter()
+    for e in events:
+        if e["type"] == E_MESSAGE and e.get("channel") == CH_AGENT and e.get("message_type") not in _HANDOFF_TYPES:
+            sender = e["agent"]
+            if sender in agents:
+                for recipient in e.get("recipients", ()):
+                    if recipient in agents and recipient != sender:
+                        said[(sender, recipient)] += 1
+    return any(n and said[(b, a)] and n + said[(b, a)] >= 3 for (a, b), n in said.items())
