@@ -50,8 +50,8 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     b.walk()
     b.ensure_stop(complete)
     ordered = b.cover_spawns()
-    instance_of = number_instances(b.scopes)
-    assign_instances(ordered, b.scopes, instance_of)
+    instance_of, children = number_instances(b.scopes)
+    assign_instances(ordered, b.scopes, instance_of, children)
     t0 = min(map(_START, b.by_id.values()))
     t_end = max(map(END, b.by_id.values()))
     events: list[dict[str, Any]] = []
@@ -67,7 +67,7 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
         "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,
     }
     put(trace, "system", _first_attr(roots_first, Attr.SYSTEM))
-    put(trace, "topology", _first_attr(roots_first, Attr.TOPOLOGY) or infer_topology(b.scopes, instance_of, events))
+    put(trace, "topology", _first_attr(roots_first, Attr.TOPOLOGY) or infer_topology(b.scopes, instance_of, children, events))
     trace["events"] = events
     trace["edges"] = edges(ordered, b)
     trace["rewards"] = b.rewards

@@ -11,22 +11,26 @@ from typing import Any
 from ._common import CH_AGENT, E_AGGREGATE, E_MESSAGE, E_RETURN, E_SPAWN, Ev, Scope
 
 
-def number_instances(scopes: Mapping[str, Scope]) -> dict[str, str]:
-    """Scope span id -> its instance id."""
+def _start_order(scope: Scope) -> tuple[int, str]:
+    return scope.start_ns, scope.span_id
+
+
+def number_instances(scopes: Mapping[str, Scope]) -> tuple[dict[str, str], dict[str, list[Scope]]]:
+    """Scope span id -> its instance id, and each scope's sub-scopes in order of start."""
     counts: Counter[str] = Counter()
-    out: dict[str, str] = {}
-    for scope in sorted(scopes.values(), key=lambda s: (s.start_ns, s.span_id)):
-        counts[scope.name] += 1
-        out[scope.span_id] = f"{scope.name}#{counts[scope.name]}"
-    return out
-
-
-def assign_instances(ordered: list[Ev], scopes: Mapping[str, Scope], instance_of: Mapping[str, str]) -> None:
-    """Write ``instance``, ``to_instance`` and ``source_instances`` into the events."""
+    instance_of: dict[str, str] = {}
     children: dict[str, list[Scope]] = defaultdict(list)
-    for scope in sorted(scopes.values(), key=lambda s: (s.start_ns, s.span_id)):
+    for scope in sorted(scopes.values(), key=_start_order):
+        counts[scope.name] += 1
+        instance_of[scope.span_id] = f"{scope.name}#{counts[scope.name]}"
         if scope.parent is not None:
             children[scope.parent].append(scope)
+    return instance_of, children
+
+
+def assign_instances(ordered: list[Ev], scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
+                     children: Mapping[str, list[Scope]]) -> None:
+    """Write ``instance``, ``to_instance`` and ``source_instances`` into the events."""
     aggregated: dict[str, set[str]] = defaultdict(set)  # aggregator scope -> children already aggregated
     for ev in ordered:
         data = ev.data
@@ -34,7 +38,7 @@ def assign_instances(ordered: list[Ev], scopes: Mapping[str, Scope], instance_of
         if scope is None:
             continue
         kind = data["type"]
-        if kind == E_MESSAGE and data.get("channel") == CH_AGENT and data["agent"] != scopes[scope].name:
+        if kind == E_MESSAGE and data["agent"] != scopes[scope].name and data.get("channel") == CH_AGENT:
             # a message relayed on another span (AutoGen's team span relays what a member said):
             # it is the work of the sender's invocation inside that scope
             own = _sender_scope(children.get(scope, ()), data["agent"], ev.t_ns)

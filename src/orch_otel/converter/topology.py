@@ -35,11 +35,11 @@ _CRITIC = ("critic", "critique", "review", "verif", "judge", "evaluat", "checker
 
 
 def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
-                   events: list[dict[str, Any]]) -> str:
-    """One of the seed schema's topology values for a converted run."""
-    children: dict[str | None, list[Scope]] = defaultdict(list)
-    for scope in sorted(scopes.values(), key=lambda s: (s.start_ns, s.span_id)):
-        children[scope.parent].append(scope)
+                   sub_scopes: Mapping[str, list[Scope]], events: list[dict[str, Any]]) -> str:
+    """One of the seed schema's topology values for a converted run;
+    ``sub_scopes``: each scope's sub-agents in order of start."""
+    children: dict[str | None, list[Scope]] = dict(sub_scopes)  # type: ignore[arg-type]
+    children[None] = sorted((s for s in scopes.values() if s.parent is None), key=lambda s: (s.start_ns, s.span_id))
     ignored = _wrapper(children, instance_of, events)
     agents = [s for s in scopes.values() if not s.workflow]
     if _hierarchical(scopes, children, ignored):
