@@ -52,6 +52,15 @@ def test_an_explicit_topology_wins_over_the_structure(captured):
     assert (inferred["topology"], explicit["topology"]) == ("harness", "debate")
 
 
+def test_a_stated_topology_outside_the_schema_is_reported_and_inferred_instead(captured):
+    with orch_otel.workflow("run", topology="star"), orch_otel.agent("coder"):
+        with orch_otel.tool("shell"):
+            pass
+    (conversion,) = captured.conversions()
+    assert check_trace(conversion.trace)["topology"] == "harness"
+    assert any("orch.topology 'star' is not one of" in p for p in conversion.problems)
+
+
 def test_a_workflow_that_only_wraps_one_agent_adds_no_level(captured):
     """workflow -> lead -> two workers is a lead with its workers (centralized),
     not a manager under a manager (hierarchical)."""

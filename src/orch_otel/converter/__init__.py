@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..spans import SpanRecord
-from ..vocabulary import Attr
+from ..vocabulary import Attr, Topology
 from ._builder import END, Builder
 from ._common import DEFAULT_ACTOR, put, seconds
 from ._edges import costs_and_metrics, edges
@@ -28,6 +28,7 @@ from .topology import infer_topology
 __all__ = ["DEFAULT_ACTOR", "Conversion", "convert"]
 
 _START = attrgetter("start_ns")
+_TOPOLOGIES = frozenset(t.value for t in Topology)
 
 
 @dataclass
@@ -67,7 +68,12 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
         "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,
     }
     put(trace, "system", _first_attr(roots_first, Attr.SYSTEM))
-    put(trace, "topology", _first_attr(roots_first, Attr.TOPOLOGY) or infer_topology(b.scopes, instance_of, children, events))
+    stated = _first_attr(roots_first, Attr.TOPOLOGY)
+    if stated is not None and stated not in _TOPOLOGIES:
+        b.problems.append(f"{Attr.TOPOLOGY} {stated!r} is not one of {', '.join(sorted(_TOPOLOGIES))}; "
+                          "the topology was inferred instead")
+        stated = None
+    trace["topology"] = stated or infer_topology(b.scopes, instance_of, children, events)
     trace["events"] = events
     trace["edges"] = edges(ordered, b)
     trace["rewards"] = b.rewards
