@@ -45,7 +45,8 @@ def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
     if _hierarchical(scopes, children, ignored):
         return Topology.HIERARCHICAL.value
     by_instance = {instance: scopes[span_id] for span_id, instance in instance_of.items()}
-    peer = _peer_handoffs(events, by_instance, children)
+    delegations = _delegations(events, by_instance, children)
+    peer = [(scope, target) for scope, target, own in delegations if not own and not scope.workflow]
     patterns = [name for name, holds in (
         (Topology.PLANNER_EXECUTOR_CRITIC.value, _planner_executor_critic(agents)),
         (Topology.DEBATE.value, _debate(events, {s.name for s in agents})),
@@ -55,7 +56,9 @@ def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
         return Topology.MIXED.value
     if patterns:
         return patterns[0]
-    if _centralized(children, ignored, peer, events, by_instance):
+    if (peer  # not a swarm (rule 5): one hub that gets control back after each handoff
+            or any(len(kids) >= 2 for parent, kids in children.items() if parent is not None)
+            or any(own and scope.span_id != ignored for scope, _, own in delegations)):
         return Topology.CENTRALIZED.value
     workers = agents or list(scopes.values())
     if len({s.name for s in workers}) == 1 and any(
@@ -86,49 +89,34 @@ def _hierarchical(scopes: Mapping[str, Scope], children: Mapping[str | None, lis
     return False
 
 
-def _peer_handoffs(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
-                   children: Mapping[str | None, list[Scope]]) -> list[tuple[dict[str, Any], str]]:
-    """(delegation, target) for each target an agent handed work to that is not its own sub-agent."""
+def _delegations(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
+                 children: Mapping[str | None, list[Scope]]) -> list[tuple[Scope, str, bool]]:
+    """(delegating instance, target, whether the target is a sub-agent of its own) per delegation target."""
+    own_names: dict[str, set[str]] = {}
     out = []
     for e in events:
         if e.get("decision") != D_DELEGATE or e["type"] == E_MESSAGE:
             continue
         scope = by_instance.get(e.get("instance", ""))
-        if scope is None or scope.workflow:
+        if scope is None:
             continue
-        own = {kid.name for kid in children.get(scope.span_id, ())}
-        out.extend((e, target) for target in e.get("targets", ()) if target not in own)
+        own = own_names.get(scope.span_id)
+        if own is None:
+            own = own_names[scope.span_id] = {kid.name for kid in children.get(scope.span_id, ())}
+        out.extend((scope, target, target in own) for target in e.get("targets", ()))
     return out
 
 
-def _invoked_again(delegation: dict[str, Any], scopes: Mapping[str, Scope]) -> bool:
-    """Whether the delegating agent gets control back: it is invoked again after this invocation."""
-    own = scopes.get(delegation.get("agent_span_id", ""))
-    return own is not None and any(s.name == own.name and s.start_ns > own.end_ns for s in scopes.values())
-
-
-def _swarm(peer: list[tuple[dict[str, Any], str]], scopes: Mapping[str, Scope]) -> bool:
+def _swarm(peer: list[tuple[Scope, str]], scopes: Mapping[str, Scope]) -> bool:
+    """Peer handoffs by two agents, or by one that is not invoked again after handing off."""
     if not peer:
         return False
-    deciders = {e["agent"] for e, _ in peer}
-    return len(deciders) > 1 or not all(_invoked_again(e, scopes) for e, _ in peer)
-
-
-def _centralized(children: Mapping[str | None, list[Scope]], ignored: str | None,
-                 peer: list[tuple[dict[str, Any], str]], events: list[dict[str, Any]],
-                 by_instance: Mapping[str, Scope]) -> bool:
-    if peer:  # not a swarm (rule 5): one hub that gets control back after each handoff
+    if len({scope.name for scope, _ in peer}) > 1:
         return True
-    if any(len(kids) >= 2 for parent, kids in children.items() if parent is not None):
-        return True
-    for e in events:  # a coordinator that delegates to a sub-agent of its own, which returns to it
-        if e.get("decision") == D_DELEGATE and e["type"] != E_MESSAGE:
-            scope = by_instance.get(e.get("instance", ""))
-            if scope is not None and scope.span_id != ignored:
-                own = {kid.name for kid in children.get(scope.span_id, ())}
-                if own.intersection(e.get("targets", ())):
-                    return True
-    return False
+    last_start: dict[str, int] = {}
+    for s in scopes.values():
+        last_start[s.name] = max(last_start.get(s.name, s.start_ns), s.start_ns)
+    return any(last_start[scope.name] <= scope.end_ns for scope, _ in peer)
 
 
 def _kind(scope: Scope) -> str | None:
