@@ -1,5 +1,5 @@
 """The topology of a run, inferred from its structure when the app did not
-state one (an explicit ``orch.topology`` always wins). Rules, first match
+state one (an explicit ``orch.topology`` of the schema wins). Rules, first match
 wins (docs/trace-format.md#topology):
 
 1. ``hierarchical``: a sub-agent manages sub-agents of its own (a manager
