@@ -5,8 +5,8 @@ and offline output cannot drift apart. The function is pure: span records in,
 a trace dict (shaped by :mod:`orch_otel.models`) and the captured contents out.
 The mapping rules are documented in ``docs/trace-format.md``.
 
-Modules: ``_builder`` walks the span tree into events, ``_instances`` names
-each agent invocation, ``_edges`` derives edges, costs and metrics, and
+Modules: ``_builder`` walks the span tree into events, ``_spawns`` pairs
+spawns with their decisions, ``_instances`` names each agent invocation, ``_edges`` derives edges, costs and metrics, and
 ``topology`` infers the topology an app did not state.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 
 from ..spans import SpanRecord
 from ..vocabulary import Attr, Topology
-from ._builder import END, Builder
-from ._common import DEFAULT_ACTOR, put, seconds
+from ._builder import _END, DEFAULT_ACTOR, _Builder, _put, _seconds
 from ._edges import costs_and_metrics, edges
 from ._instances import assign_instances, number_instances
+from ._spawns import cover_spawns
 from .topology import infer_topology
 
 __all__ = ["DEFAULT_ACTOR", "Conversion", "convert"]
@@ -47,19 +47,19 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     bound, shutdown, crash); it then gets a stop decision with reason
     ``incomplete``.
     """
-    b = Builder(spans)
+    b = _Builder(spans)
     b.walk()
     b.ensure_stop(complete)
-    ordered = b.cover_spawns()
+    ordered = cover_spawns(b)
     instance_of, children = number_instances(b.scopes)
     assign_instances(ordered, b.scopes, instance_of, children)
     t0 = min(map(_START, b.by_id.values()))
-    t_end = max(map(END, b.by_id.values()))
+    t_end = max(map(_END, b.by_id.values()))
     events: list[dict[str, Any]] = []
     for index, ev in enumerate(ordered, start=1):
         data = ev.data
         data["id"] = f"e{index}"
-        data["t"] = seconds(ev.t_ns - t0)
+        data["t"] = _seconds(ev.t_ns - t0)
         events.append(data)
     trace_id = next(iter(b.by_id.values())).trace_id
     roots_first = sorted(b.by_id.values(), key=lambda s: (s.parent_id is not None, s.start_ns))
@@ -67,7 +67,7 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
         "trace_id": trace_id,
         "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,
     }
-    put(trace, "system", _first_attr(roots_first, Attr.SYSTEM))
+    _put(trace, "system", _first_attr(roots_first, Attr.SYSTEM))
     stated = _first_attr(roots_first, Attr.TOPOLOGY)
     if stated is not None and stated not in _TOPOLOGIES:
         b.problems.append(f"{Attr.TOPOLOGY} {stated!r} is not one of {', '.join(sorted(_TOPOLOGIES))}; "

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import CH_AGENT, E_AGGREGATE, E_MESSAGE, E_RETURN, E_SPAWN, Ev, Scope
+from ._builder import _CH_AGENT, _E_AGGREGATE, _E_MESSAGE, _E_RETURN, _E_SPAWN, Scope, _Ev
 
 
 def _start_order(scope: Scope) -> tuple[int, str]:
@@ -28,7 +28,7 @@ def number_instances(scopes: Mapping[str, Scope]) -> tuple[dict[str, str], dict[
     return instance_of, children
 
 
-def assign_instances(ordered: list[Ev], scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
+def assign_instances(ordered: list[_Ev], scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
                      children: Mapping[str, list[Scope]]) -> None:
     """Write ``instance``, ``to_instance`` and ``source_instances`` into the events."""
     aggregated: dict[str, set[str]] = defaultdict(set)  # aggregator scope -> children already aggregated
@@ -38,20 +38,20 @@ def assign_instances(ordered: list[Ev], scopes: Mapping[str, Scope], instance_of
         if scope is None:
             continue
         kind = data["type"]
-        if kind == E_MESSAGE and data["agent"] != scopes[scope].name and data.get("channel") == CH_AGENT:
+        if kind == _E_MESSAGE and data["agent"] != scopes[scope].name and data.get("channel") == _CH_AGENT:
             # a message relayed on another span (AutoGen's team span relays what a member said):
             # it is the work of the sender's invocation inside that scope
             own = _sender_scope(children.get(scope, ()), data["agent"], ev.t_ns)
             if own is not None:
                 scope = data["agent_span_id"] = own
         data["instance"] = instance_of[scope]
-        if kind == E_SPAWN:
+        if kind == _E_SPAWN:
             data["to_instance"] = instance_of[data["span_id"]]
-        elif kind == E_RETURN:
+        elif kind == _E_RETURN:
             parent = scopes[scope].parent
             if parent is not None:
                 data["to_instance"] = instance_of[parent]
-        elif kind == E_AGGREGATE and data.get("sources"):
+        elif kind == _E_AGGREGATE and data.get("sources"):
             sources = _source_scopes(data["sources"], children.get(scope, ()), aggregated[scope], ev.t_ns)
             if sources is not None:
                 data["source_instances"] = [instance_of[s] for s in sources]

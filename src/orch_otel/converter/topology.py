@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..vocabulary import Topology
-from ._common import CH_AGENT, CH_LLM, D_DELEGATE, E_MESSAGE, E_TOOL_CALL, Scope
+from ._builder import _CH_AGENT, _CH_LLM, _D_DELEGATE, _E_MESSAGE, _E_TOOL_CALL, Scope
 
 _HANDOFF_TYPES = frozenset({"handoff", "HandoffMessage"})
 _PLANNER = ("plan",)
@@ -62,7 +62,7 @@ def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
         return Topology.CENTRALIZED.value
     workers = agents or list(scopes.values())
     if len({s.name for s in workers}) == 1 and any(
-            e["type"] == E_TOOL_CALL and e["agent"] == workers[0].name for e in events):
+            e["type"] == _E_TOOL_CALL and e["agent"] == workers[0].name for e in events):
         return Topology.HARNESS.value
     return Topology.UNKNOWN.value
 
@@ -76,7 +76,7 @@ def _wrapper(children: Mapping[str | None, list[Scope]], instance_of: Mapping[st
         return None
     me = instance_of[roots[0].span_id]
     for e in events:
-        if e.get("instance") == me and (e.get("channel") == CH_LLM or e.get("decision") == D_DELEGATE):
+        if e.get("instance") == me and (e.get("channel") == _CH_LLM or e.get("decision") == _D_DELEGATE):
             return None
     return roots[0].span_id
 
@@ -95,7 +95,7 @@ def _delegations(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
     own_names: dict[str, set[str]] = {}
     out = []
     for e in events:
-        if e.get("decision") != D_DELEGATE or e["type"] == E_MESSAGE:
+        if e.get("decision") != _D_DELEGATE or e["type"] == _E_MESSAGE:
             continue
         scope = by_instance.get(e.get("instance", ""))
         if scope is None:
@@ -143,7 +143,7 @@ def _planner_executor_critic(agents: list[Scope]) -> bool:
 def _debate(events: list[dict[str, Any]], agents: set[str]) -> bool:
     said: Counter[tuple[str, str]] = Counter()
     for e in events:
-        if e["type"] == E_MESSAGE and e.get("channel") == CH_AGENT and e.get("message_type") not in _HANDOFF_TYPES:
+        if e["type"] == _E_MESSAGE and e.get("channel") == _CH_AGENT and e.get("message_type") not in _HANDOFF_TYPES:
             sender = e["agent"]
             if sender in agents:
                 for recipient in e.get("recipients", ()):
