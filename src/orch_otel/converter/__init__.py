@@ -6,8 +6,9 @@ a trace dict (shaped by :mod:`orch_otel.models`) and the captured contents out.
 The mapping rules are documented in ``docs/trace-format.md``.
 
 Modules: ``_builder`` walks the span tree into events, ``_spawns`` pairs
-spawns with their decisions, ``_instances`` names each agent invocation, ``_edges`` derives edges, costs and metrics, and
-``topology`` infers the topology an app did not state.
+spawns with their decisions, ``_instances`` names each agent invocation,
+``_edges`` derives edges, costs and metrics, and ``topology`` infers the
+topology an app did not state.
 """
 
 from __future__ import annotations
