@@ -225,6 +225,7 @@ def test_show_draws_one_node_per_instance_and_lets_you_pick_the_trace(captured, 
     nodes = [line.strip(" │├└─") for line in second.stdout.splitlines()]
     for turn in ("supervision#1", "supervisor#1", "supervisor#2", "supervisor#3", "math_expert#1"):
         assert turn in nodes  # a node of its own
+    assert "supervisor=3" in second.stdout  # the summary counts each agent's instances
     assert f"showing {supervisor['trace_id']} ({path}:2)" in second.stderr
 
     missing = _show(str(path), "--trace-id", "nope")

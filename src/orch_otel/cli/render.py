@@ -95,6 +95,10 @@ def summary(trace: dict[str, Any]) -> Table:
     table.add_row("events", ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())))
     decisions = Counter(e["decision"] for e in trace["events"] if e.get("decision"))
     table.add_row("decisions", ", ".join(f"{k}={decisions[k.value]}" for k in DecisionKind if decisions[k.value]))
+    seen = dict.fromkeys(e["instance"] for e in trace["events"] if e.get("instance"))  # in order of appearance
+    runs = Counter(i.rsplit("#", 1)[0] for i in seen)
+    if runs:
+        table.add_row("instances", ", ".join(f"{name}={n}" for name, n in runs.items()))
     stops = [e.get("reason", "?") for e in trace["events"] if e.get("decision") == DecisionKind.STOP.value]
     table.add_row("stop reason", ", ".join(stops))
     costs = trace["costs"]
