@@ -113,6 +113,7 @@ def test_a_hub_that_regains_control_after_each_handoff_is_centralized_not_a_swar
     ("build_nested", "messages", "hierarchical"),  # subgraph in a subgraph in a graph
     ("build_fanout", "fanout", "centralized"),  # the graph fans out to workers and merges them
     ("build_agent_pipeline", "messages", "harness"),  # one create_agent with a tool in a graph
+    ("build_router", "messages", "swarm"),  # triage routes to billing and is done: a handoff
 ])
 def test_langgraph_apps(captured, build, run_input, expected):
     app = getattr(langgraph_apps, build)()
