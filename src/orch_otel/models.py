@@ -8,7 +8,7 @@ that ``orch-otel validate`` checks files against.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat
 
@@ -22,6 +22,8 @@ StatusName = Literal[tuple(k.value for k in Status)]  # type: ignore[valid-type]
 ChannelName = Literal[tuple(k.value for k in Channel)]  # type: ignore[valid-type]
 
 NonEmpty = Field(min_length=1)
+INSTANCE_PATTERN = r"^.+#[1-9][0-9]*$"  # name#k
+InstanceId = Annotated[str, Field(pattern=INSTANCE_PATTERN)]
 
 
 class Event(BaseModel):
@@ -44,6 +46,16 @@ class Event(BaseModel):
         default=None, min_length=1,
         description="The span of the agent invocation (or run) whose work this event is: it tells apart "
                     "parallel invocations of one agent name.")
+    instance: str | None = Field(
+        default=None, pattern=INSTANCE_PATTERN,
+        description="The agent invocation (or run) whose work this event is, as 'name#k': k = 1, 2, ... per "
+                    "name in order of the invocations' start. One instance per agent_span_id.")
+    to_instance: str | None = Field(
+        default=None, pattern=INSTANCE_PATTERN,
+        description="spawn: the spawned instance; return: the parent instance the result goes back to.")
+    source_instances: list[InstanceId] | None = Field(
+        default=None, description="aggregate: the instances whose results are combined, one per entry of "
+                                  "'sources' (only when the converter is certain of them).")
     status: StatusName
     decision: DecisionName | None = Field(default=None, description="Orchestration sub-decision this event is.")
     reason: str | None = Field(default=None, min_length=1, description="Stop reason (stop decisions).")

@@ -1,6 +1,7 @@
 """Checks a trace against orch-otel's JSON Schema and the trace contract
 (docs/trace-format.md): unique ids, edges between existing events, actors and
-targets named, stop reasons given, tool calls paired with results.
+targets named, stop reasons given, tool calls paired with results, one
+instance per agent invocation.
 
 Two validators share the schema check. ``jsonschema-rs`` (compiled) accepts a
 valid trace in about 25 µs, some 200x faster than ``jsonschema``; a trace it
@@ -62,6 +63,13 @@ _TOOL_CALL, _TOOL_RESULT = EventKind.TOOL_CALL.value, EventKind.TOOL_RESULT.valu
 _STOP, _DELEGATE = DecisionKind.STOP.value, DecisionKind.DELEGATE.value
 
 
+_INSTANCE_OF_TO = frozenset({EventKind.SPAWN.value, EventKind.RETURN.value})  # their to_instance is an instance of "to"
+
+
+def _name_of(instance: str) -> str:
+    return instance.rsplit("#", 1)[0]
+
+
 def contract_errors(trace: dict[str, Any]) -> list[str]:
     """Contract rules the schema cannot express. Assumes the schema passed."""
     events = trace["events"]
@@ -76,6 +84,7 @@ def contract_errors(trace: dict[str, Any]) -> list[str]:
         if dst not in ids:
             errors.append(f"edges[{k}].dst: no event has id {dst!r}")
     stops = 0
+    scope_of: dict[str, str] = {}  # instance -> its agent_span_id
     calls: Counter[str] = Counter()
     results: Counter[str] = Counter()
     for k, event in enumerate(events):
@@ -93,6 +102,18 @@ def contract_errors(trace: dict[str, Any]) -> list[str]:
                 errors.append(f"events[{k}].reason: a stop decision needs a non-empty reason")
         elif decision == _DELEGATE and not event.get("to"):
             errors.append(f"events[{k}].to: a delegate decision needs its target in 'to'")
+        instance = event.get("instance")
+        if instance is not None:
+            scope = event.get("agent_span_id")
+            if scope is not None and scope_of.setdefault(instance, scope) != scope:
+                errors.append(f"events[{k}].instance: {instance!r} is also the instance of span {scope_of[instance]!r}, "
+                              f"not {scope!r} (one instance per agent_span_id)")
+        if "to_instance" in event and kind in _INSTANCE_OF_TO and event.get("to") \
+                and _name_of(event["to_instance"]) != event["to"]:
+            errors.append(f"events[{k}].to_instance: {event['to_instance']!r} is not an instance of {event.get('to')!r}")
+        if "source_instances" in event and len(event["source_instances"]) != len(event.get("sources") or ()):
+            errors.append(f"events[{k}].source_instances: {len(event['source_instances'])} instance(s) for "
+                          f"{len(event.get('sources') or ())} source(s) (one per source)")
         if kind == _TOOL_CALL:
             calls[event.get("call_id") or event["span_id"]] += 1
         elif kind == _TOOL_RESULT:

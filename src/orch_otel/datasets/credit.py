@@ -11,11 +11,17 @@ For a unit ``u`` made of steps ``S(u)`` by agent ``a`` (docs/datasets.md#credit)
   given to agent ``a`` (``NAME@a`` rewards) when the run or the outcomes gave
   one, else ``R * steps(a) / total steps`` (the team reward split by work).
 - ``token``: a turn's credit divided by its output tokens.
+
+An agent that ran several times (instances ``name#k``: parallel ``Send``
+branches, a supervisor's turns) shares ``C(a)`` among its instances by their
+steps, so each instance's units get ``C(a) * |S(u)| / steps(a)`` as before;
+a reward aimed at one instance (``NAME@worker#2``) is that instance's credit
+instead. Traces whose events carry no ``instance`` are credited by name.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,10 +62,28 @@ class Credit:
                 self.agent_credit[agent] = reward * n / steps.total
             else:
                 self.agent_credit[agent] = None
+        # Instances (``name#k``) of one agent: its credit split by their steps,
+        # unless a reward targets the instance itself (``NAME@worker#2``).
+        self.instance_steps: dict[str, int] = defaultdict(int)
+        self._instance_agent: dict[str, str] = {}
+        for e in events:
+            instance = e.get("instance")
+            if instance and is_step(e):
+                self.instance_steps[instance] += 1
+                self._instance_agent.setdefault(instance, e["agent"])
+        self.instance_credit: dict[str, float | None] = {}
+        for instance, n in self.instance_steps.items():
+            agent = self._instance_agent[instance]
+            c, total = self.agent_credit.get(agent), steps.by_agent.get(agent, 0)
+            if instance in targeted:
+                self.instance_credit[instance] = targeted[instance]
+            else:
+                self.instance_credit[instance] = None if c is None or not total else c * n / total
 
-    def unit(self, agent: str, n_steps: int, last_index: int) -> dict[str, float | None]:
-        """Credit columns of a unit of ``n_steps`` steps by ``agent`` whose last
-        event is at ``last_index`` in the trace's events."""
+    def unit(self, agent: str, n_steps: int, last_index: int, instance: str | None = None) -> dict[str, float | None]:
+        """Credit columns of a unit of ``n_steps`` steps by ``agent`` (its
+        invocation ``instance``, when known) whose last event is at
+        ``last_index`` in the trace's events."""
         out: dict[str, float | None] = {}
         r = self.reward
         for strategy in self.strategies:
@@ -67,6 +91,9 @@ class Credit:
                 value = r
             elif strategy == "discounted":
                 value = None if r is None else r * self.gamma ** self._after[last_index]
+            elif instance is not None and self.instance_steps.get(instance):
+                c = self.instance_credit.get(instance)
+                value = None if c is None else c * n_steps / self.instance_steps[instance]
             else:
                 c = self.agent_credit.get(agent)
                 total = self.steps.by_agent.get(agent, 0)
@@ -108,4 +135,18 @@ class Credit:
                     by_role[(strategy, roles[agent])] += value
         for (strategy, role), value in sorted(by_role.items()):
             out[f"credit.{strategy}.role.{role}"] = round(value, 9)
+        # per instance, where an agent ran more than once
+        last_of: dict[str, int] = {}
+        for i, e in enumerate(events):
+            if e.get("instance") and is_step(e):
+                last_of[e["instance"]] = i
+        runs = Counter(self._instance_agent.values())
+        for instance, i in sorted(last_of.items()):
+            agent = self._instance_agent[instance]
+            if runs[agent] < 2:
+                continue
+            for name, value in self.unit(agent, self.instance_steps[instance], i, instance).items():
+                strategy = name[len("credit_"):]
+                if value is not None and strategy != "broadcast":
+                    out[f"credit.{strategy}.instance.{instance}"] = value
         return out

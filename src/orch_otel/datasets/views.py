@@ -65,7 +65,7 @@ def _action(e: dict[str, Any]) -> dict[str, Any]:
 
 def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
     rows = []
-    last_llm: dict[str, dict[str, Any]] = {}
+    last_llm: dict[tuple[str, Any], dict[str, Any]] = {}
     inbox: dict[str, list[dict[str, Any]]] = defaultdict(list)
     base = p.base
     for i, e in enumerate(p.events):
@@ -73,7 +73,7 @@ def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict
         decision = e.get("decision")
         if decision is not None:
             context: list[dict[str, Any] | None] = []
-            llm = last_llm.get(agent)
+            llm = last_llm.get((agent, e.get("instance")))
             if llm is not None:
                 context.append(_item("llm_input", llm.get("input_ref"), store, event_id=llm["id"]))
                 context.append(_item("llm_output", llm.get("content_ref"), store, event_id=llm["id"]))
@@ -98,12 +98,12 @@ def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict
                 "reward": p.reward,
                 "rewards": p.rewards,
                 "credit_unit": unit,
-                **p.credit.unit(agent, 1, i),
+                **p.credit.unit(agent, 1, i, e.get("instance")),
                 **p.outcome_columns,
             }
             rows.append(row)
         if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
-            last_llm[agent] = e
+            last_llm[(agent, e.get("instance"))] = e  # each invocation's own latest call
         elif kind == EventKind.MESSAGE.value:
             for recipient in e.get("recipients") or []:
                 item = _item("message", e.get("content_ref"), store, event_id=e["id"], **{"from": agent})
@@ -164,7 +164,7 @@ def turn_rows(p: Prepared, config: Config, store: ContentStore, turns: list[Turn
     for turn, (messages, output) in zip(turns, _contents(p, turns, store, config.view, need_content)):
         e = p.events[turn.index]
         last = max([turn.index, *turn.tool_calls])
-        credit = p.credit.unit(e["agent"], 1 + len(turn.tool_calls), last)
+        credit = p.credit.unit(e["agent"], 1 + len(turn.tool_calls), last, e.get("instance"))
         rows.append({
             **base,
             "event_id": e["id"],
@@ -276,7 +276,7 @@ def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str
             "tools": list(tools.values()) or None,
             "reward": p.reward,
             "credit_unit": "agent",
-            **p.credit.unit(agent, n_steps, last),
+            **p.credit.unit(agent, n_steps, last, first.get("instance")),
             **p.outcome_columns,
         })
     return rows

@@ -1,30 +1,23 @@
-"""The single mapping from a tree of finished spans to a replayable trace.
-
-The live exporter and the offline readers both call :func:`convert`, so live
-and offline output cannot drift apart. The function is pure: span records in,
-a trace dict (shaped by :mod:`orch_otel.models`) and the captured contents out.
-The mapping rules are documented in ``docs/trace-format.md``.
-"""
+"""The tree walk of the converter: span records in, events under construction
+out (one ``_Ev`` per event, with the scope whose work it is), and the scopes
+(agent invocations and workflow runs) the events belong to. The names here
+are shared by the converter's other modules."""
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from itertools import pairwise
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from .spans import EventRecord, SpanRecord
-from .vocabulary import (
+from ..spans import EventRecord, SpanRecord
+from ..vocabulary import (
     FORCED_STOP_REASONS,
     HUMAN_AGENT,
     INSTRUMENTATION_NAME,
     Attr,
     Channel,
     DecisionKind,
-    EdgeKind,
     EventKind,
     Operation,
     SpanEvent,
@@ -41,13 +34,6 @@ _D_COMMUNICATE = DecisionKind.COMMUNICATE.value
 _D_DELEGATE = DecisionKind.DELEGATE.value
 _D_SPAWN = DecisionKind.SPAWN.value
 _D_STOP = DecisionKind.STOP.value
-_EDGE_AGGREGATE = EdgeKind.AGGREGATE.value
-_EDGE_CAUSAL = EdgeKind.CAUSAL.value
-_EDGE_MESSAGE = EdgeKind.MESSAGE.value
-_EDGE_RETURN = EdgeKind.RETURN.value
-_EDGE_SPAWN = EdgeKind.SPAWN.value
-_EDGE_TEMPORAL = EdgeKind.TEMPORAL.value
-_EDGE_TOOL_DEPENDENCY = EdgeKind.TOOL_DEPENDENCY.value
 _E_AGGREGATE = EventKind.AGGREGATE.value
 _E_HUMAN_INTERVENTION = EventKind.HUMAN_INTERVENTION.value
 _E_MESSAGE = EventKind.MESSAGE.value
@@ -85,15 +71,6 @@ _SPAN_ORDER = attrgetter("start_ns", "span_id")
 _START, _END = attrgetter("start_ns"), attrgetter("end_ns")
 
 
-@dataclass
-class Conversion:
-    trace: dict[str, Any]
-    contents: dict[str, str]  # content ref -> JSON text (only what was captured)
-    orphans: int = 0  # spans whose parent was missing, plus parent cycles broken
-    problems: list[str] = field(default_factory=list)  # data the converter had to leave out or repair
-    incomplete: bool = False  # a stop decision has reason "incomplete"
-
-
 class _Ev(NamedTuple):
     """An event under construction; ``data`` becomes the JSON event. Events
     sort as tuples: by time, then in the order they were made (``seq`` is unique)."""
@@ -102,6 +79,18 @@ class _Ev(NamedTuple):
     seq: float
     data: dict[str, Any]
     scope: str | None = None  # span id of the agent span whose work this event is
+
+
+class Scope(NamedTuple):
+    """An agent invocation or a workflow run: a span that events are the work of."""
+
+    span_id: str
+    name: str
+    role: str | None
+    parent: str | None  # the enclosing scope's span id
+    start_ns: int
+    end_ns: int
+    workflow: bool  # an invoke_workflow span (the run, a team), not an agent
 
 
 def _put(data: dict[str, Any], key: str, value: Any) -> None:
@@ -160,6 +149,7 @@ class _Builder:
         self.spawn_links: list[tuple[_Ev, _Ev]] = []
         self.spawn_of_scope: dict[str, _Ev] = {}
         self.agent_spans: list[tuple[SpanRecord, int]] = []
+        self.scopes: dict[str, Scope] = {}  # span id -> the agent invocation or workflow run it is
         self.roots: list[SpanRecord] = []  # spans walked as roots (true roots, orphans, cycle breaks)
         self.has_stop = False  # a stop decision was recorded
         self.incomplete = False  # a stop decision has reason "incomplete"
@@ -220,6 +210,8 @@ class _Builder:
                     if op == _OP_INVOKE_AGENT:
                         self._agent(span, parent_actor, scope, actor, role)
                         self.agent_spans.append((span, depth))
+                    self.scopes[span_id] = Scope(span_id, actor, role, scope, span.start_ns, span.end_ns,
+                                                 op == _OP_INVOKE_WORKFLOW)
                     scope = span_id
                 elif op == _OP_EXECUTE_TOOL:
                     self._tool(span, actor or DEFAULT_ACTOR, role, scope)
@@ -411,7 +403,9 @@ class _Builder:
         else:
             reason = _R_END
         end = max(map(_END, self.by_id.values()))
-        actor = str(root.attributes.get(Attr.AGENT_NAME) or root.attributes.get(Attr.WORKFLOW_NAME) or DEFAULT_ACTOR)
+        run = self.scopes.get(root.span_id)  # the root run decides: its invocation, when the root is one
+        attrs = root.attributes
+        actor = run.name if run is not None else str(attrs.get(Attr.AGENT_NAME) or attrs.get(Attr.WORKFLOW_NAME) or DEFAULT_ACTOR)
         data = {
             "id": None,
             "t": None,
@@ -422,69 +416,7 @@ class _Builder:
             "implied": True,
         }
         status = _S_ERROR if reason == _R_ERROR else _S_OK
-        self._add(end, root, data, None, status)
-
-    def cover_spawns(self) -> list[_Ev]:
-        """Pair each spawn event with the decision that covers it (the parent's
-        spawn decision, or any earlier delegation naming the spawned agent: in
-        graph frameworks an agent delegates and the runtime spawns), adding an implied spawn decision
-        where none was recorded. Spawns that start while an implied group's
-        first child still runs join that group: one decision per fan-out.
-        Returns every event in time order."""
-        ordered = sorted(self.events)
-        implied = False
-        # (decision, targets it has not covered yet)
-        spawns_by: dict[str, list[tuple[_Ev, list[str]]]] = defaultdict(list)  # decider -> spawn decisions
-        delegations: list[tuple[_Ev, list[str]]] = []  # whoever delegated: the runtime may do the spawning
-        for ev in ordered:
-            data = ev.data
-            if data["type"] != _E_ORCHESTRATOR_DECISION:
-                continue
-            if data.get("decision") == _D_SPAWN:
-                spawns_by[data["agent"]].append((ev, list(data.get("targets", ()))))
-            elif data.get("decision") == _D_DELEGATE:
-                delegations.append((ev, list(data.get("targets", ()))))
-        groups: dict[str, tuple[_Ev, int]] = {}  # parent -> (implied decision, earliest child end)
-        for ev in ordered:
-            data = ev.data
-            if data["type"] != _E_SPAWN:
-                continue
-            parent, target = data["agent"], data["to"]
-            match = None
-            for decision, left in [*spawns_by.get(parent, ()), *delegations]:
-                if decision.t_ns <= ev.t_ns and target in left:
-                    left.remove(target)
-                    match = decision
-                    break
-            if match is None:
-                child_end = self.by_id[data["span_id"]].end_ns
-                group = groups.get(parent)
-                if group is not None and ev.t_ns < group[1]:  # started while the group runs: same fan-out
-                    match = group[0]
-                    groups[parent] = (match, min(group[1], child_end))
-                else:
-                    decision_data = {
-                        "id": None,
-                        "t": None,
-                        "type": _E_ORCHESTRATOR_DECISION,
-                        "agent": parent,
-                        "decision": _D_SPAWN,
-                        "targets": [],
-                        "implied": True,
-                        "span_id": ev.scope or data["span_id"],  # the parent's span
-                        "status": _S_OK,
-                    }
-                    if ev.scope is not None:
-                        decision_data["agent_span_id"] = ev.scope
-                    match = _Ev(ev.t_ns, ev.seq - 0.5, decision_data, ev.scope)  # sorts just before the spawn
-                    self.events.append(match)
-                    implied = True
-                    groups[parent] = (match, child_end)
-                match.data["targets"].append(target)
-                match.data["to"] = ",".join(match.data["targets"])
-            if match.data["decision"] == _D_SPAWN:  # a delegation has its causal edge
-                self.spawn_links.append((match, ev))
-        return sorted(self.events) if implied else ordered
+        self._add(end, root, data, None if run is None else run.span_id, status)
 
 
 def _status(span: SpanRecord) -> str:
@@ -493,148 +425,3 @@ def _status(span: SpanRecord) -> str:
 
 def _seconds(ns: int) -> float:
     return round(max(ns, 0) / 1e9, 6)
-
-
-def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion:
-    """Map the finished spans of one trace to a replayable trace.
-
-    ``complete=False`` marks a trace written before its root ended (memory
-    bound, shutdown, crash); it then gets a stop decision with reason
-    ``incomplete``.
-    """
-    b = _Builder(spans)
-    b.walk()
-    b.ensure_stop(complete)
-    ordered = b.cover_spawns()
-    t0 = min(map(_START, b.by_id.values()))
-    t_end = max(map(_END, b.by_id.values()))
-    events: list[dict[str, Any]] = []
-    for index, ev in enumerate(ordered, start=1):
-        data = ev.data
-        data["id"] = f"e{index}"
-        data["t"] = _seconds(ev.t_ns - t0)
-        events.append(data)
-    trace_id = next(iter(b.by_id.values())).trace_id
-    roots_first = sorted(b.by_id.values(), key=lambda s: (s.parent_id is not None, s.start_ns))
-    trace: dict[str, Any] = {
-        "trace_id": trace_id,
-        "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,
-    }
-    _put(trace, "system", _first_attr(roots_first, Attr.SYSTEM))
-    _put(trace, "topology", _first_attr(roots_first, Attr.TOPOLOGY))
-    trace["events"] = events
-    trace["edges"] = _edges(ordered, b)
-    trace["rewards"] = b.rewards
-    trace["costs"], trace["metrics"] = _costs_and_metrics(b, events, t_end - t0)
-    return Conversion(trace, b.contents, b.orphans, b.problems, b.incomplete)
-
-
-def _first_attr(roots_first: list[SpanRecord], key: str) -> str | None:
-    for span in roots_first:
-        value = span.attributes.get(key)
-        if value:
-            return str(value)
-    return None
-
-
-def _costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -> tuple[dict, dict]:
-    """Trace costs and metrics in one pass; formulas in docs/trace-format.md#metrics."""
-    tokens = tool_calls = messages = llm_calls = errors = results = ok_results = max_fanout = 0
-    for e in events:
-        kind = e["type"]
-        if e["status"] == _S_ERROR:
-            errors += 1
-        if kind == _E_MESSAGE:
-            if e.get("channel") == _CH_LLM:
-                llm_calls += 1
-                tokens += _count(e.get("input_tokens")) + _count(e.get("output_tokens"))
-            else:
-                messages += 1
-        elif kind == _E_TOOL_CALL:
-            tool_calls += 1
-        elif kind == _E_TOOL_RESULT:
-            results += 1
-            ok_results += e["status"] == _S_OK
-        elif e.get("decision") == _D_SPAWN:
-            max_fanout = max(max_fanout, len(e.get("targets", ())))
-    costs = {"tokens": tokens, "wall_clock_s": _seconds(wall_ns), "tool_calls": tool_calls, "messages": messages}
-    metrics: dict[str, float] = {
-        "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}),
-        "max_depth": max((depth for _, depth in b.agent_spans), default=0),
-        "max_fanout": max_fanout,
-        "llm_calls": llm_calls,
-        "error_events": errors,
-    }
-    if results:
-        metrics["tool_success_rate"] = round(ok_results / results, 6)
-    return costs, metrics
-
-
-def _edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
-    """Edges derived from span structure and causality (rules in docs/trace-format.md#edges)."""
-    edges: dict[tuple[str, str, str], None] = {}
-
-    def add(src: _Ev | None, dst: _Ev | None, kind: str) -> None:
-        if src is not None and dst is not None and src is not dst:
-            edges[(src.data["id"], dst.data["id"], kind)] = None
-
-    by_agent: dict[str, list[int]] = defaultdict(list)
-    involving: dict[str, list[int]] = defaultdict(list)
-    for i, ev in enumerate(ordered):
-        agent = ev.data["agent"]
-        by_agent[agent].append(i)
-        involving[agent].append(i)
-        if ev.data["type"] == _E_SPAWN:
-            involving[ev.data["to"]].append(i)
-
-    def next_of(index: dict[str, list[int]], who: str, after: int) -> _Ev | None:
-        positions = index.get(who, ())
-        k = bisect.bisect_right(positions, after)  # type: ignore[arg-type]
-        return ordered[positions[k]] if k < len(positions) else None  # type: ignore[index]
-
-    ids = [ev.data["id"] for ev in ordered]
-    for positions in by_agent.values():
-        for a, c in pairwise(positions):
-            edges[(ids[a], ids[c], _EDGE_TEMPORAL)] = None
-    for decision, spawn in b.spawn_links:
-        add(decision, spawn, _EDGE_SPAWN)
-    first_in_scope: dict[str, _Ev] = {}
-    for ev in ordered:
-        if ev.scope is not None:
-            first_in_scope.setdefault(ev.scope, ev)
-    for scope, spawn in b.spawn_of_scope.items():
-        add(spawn, first_in_scope.get(scope), _EDGE_SPAWN)
-
-    tool_calls: dict[str, _Ev] = {}
-    last_return: dict[tuple[str, str], _Ev] = {}
-    pending_returns: dict[str, list[_Ev]] = defaultdict(list)
-    for i, ev in enumerate(ordered):
-        data = ev.data
-        kind = data["type"]
-        if kind == _E_TOOL_CALL:
-            tool_calls[data["span_id"]] = ev
-        elif kind == _E_TOOL_RESULT:
-            add(tool_calls.get(data["span_id"]), ev, _EDGE_TOOL_DEPENDENCY)
-        elif kind == _E_RETURN:
-            add(ev, next_of(by_agent, data["to"], i), _EDGE_RETURN)
-            last_return[(data["to"], data["agent"])] = ev
-            pending_returns[data["to"]].append(ev)
-        elif kind == _E_AGGREGATE:
-            # every return since this agent's last aggregation (from the named sources, if any)
-            pending = pending_returns.pop(data["agent"], [])
-            sources = data.get("sources")
-            for src in pending:
-                if sources is None or src.data["agent"] in sources:
-                    add(src, ev, _EDGE_AGGREGATE)
-            for source in sources or ():
-                if not any(src.data["agent"] == source for src in pending):  # returned before the last aggregation
-                    add(last_return.get((data["agent"], source)), ev, _EDGE_AGGREGATE)
-        elif kind == _E_MESSAGE and data.get("channel") == _CH_AGENT:
-            for recipient in data.get("recipients", ()):
-                add(ev, next_of(involving, recipient, i), _EDGE_MESSAGE)
-        elif kind == _E_ORCHESTRATOR_DECISION and data.get("decision") == _D_DELEGATE:
-            for target in data.get("targets", ()):
-                add(ev, next_of(involving, target, i), _EDGE_CAUSAL)
-        elif kind == _E_HUMAN_INTERVENTION:
-            add(ev, next_of(by_agent, data["to"], i), _EDGE_CAUSAL)
-    return [{"src": s, "dst": d, "type": k} for s, d, k in edges]
