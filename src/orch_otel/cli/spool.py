@@ -73,12 +73,12 @@ def _replay(directory, args: argparse.Namespace) -> int:
     endpoint = args.endpoint
     if endpoint and protocol == "http/protobuf" and not endpoint.rstrip("/").endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"
-    if not endpoint and env.otlp_protocol() is None:
-        print("no collector: pass --endpoint or set OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
-        return EXIT_USAGE
     if not spool_files(directory):
         Console().print(f"no segments in {directory}: nothing to send")
         return EXIT_OK
+    if not endpoint and env.otlp_protocol() is None:
+        print("no collector: pass --endpoint or set OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
+        return EXIT_USAGE
     url, host, port = _collector_address(protocol, endpoint)
     why = _no_collector(host, port)
     if why is not None:

@@ -117,21 +117,23 @@ def decode_json(value: object, chunk: Chunk) -> None:
             chunk.problems.append(Problem(chunk.where, f"span dump: {exc}", value, is_span=True))
     else:
         what = not_spans(value)
-        reason = (f"{what[0]}, not spans" if what else
+        reason = (f"{what[0]}, not a span: {what[2]}" if what else
                   "neither an OTLP TracesData object (resourceSpans) nor a span dump record")
         chunk.problems.append(Problem(chunk.where, reason, value))
 
 
-def not_spans(value: dict) -> tuple[str, str] | None:
-    """(what this orch-otel record is, what to do with it) for records that
-    are another command's output, not span input."""
+def not_spans(value: dict) -> tuple[str, str, str] | None:
+    """(what one such record is, what a file of them is, what to do) for
+    records that are another command's output, not span input."""
     if isinstance(value.get("events"), list) and "trace_id" in value and "task_id" in value:
-        return ("a converted trace", "use `orch-otel validate`, `orch-otel show` or `orch-otel dataset` on it")
+        return ("a converted trace", "converted traces",
+                "use `orch-otel validate`, `orch-otel show` or `orch-otel dataset` on it")
     if set(value) == {"ref", "text"}:
-        return ("a content store record", "it is read with the trace file it belongs to (`orch-otel dataset`)")
+        return ("a content store record", "content store records (captured content)",
+                "it is read with the trace file it belongs to (`orch-otel dataset`)")
     if {"where", "reason", "kind"} <= set(value):
-        return ("a quarantine record of an earlier convert",
-                "its `raw` field holds the bad input; fix that and convert it again")
+        return ("a quarantine record", "quarantine records of an earlier convert",
+                "each record's `raw` field holds the bad input; fix that and convert it again")
     return None
 
 
@@ -150,7 +152,7 @@ def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) ->
         else:
             what = not_spans(value) if first and type(value) is dict else None
             if what is not None:  # a whole file of another command's output: one problem, not one per line
-                yield Chunk(name, problems=[Problem(name, f"this is a file of {what[0]}s, not spans; {what[1]}")])
+                yield Chunk(name, problems=[Problem(name, f"this is a file of {what[1]}, not spans; {what[2]}")])
                 return
             first = False
             decode_json(value, chunk)
