@@ -69,6 +69,7 @@ class Case:
     truth: Truth
     run: Callable[[], Any]
     framework: str  # langgraph | autogen | custom
+    trace: int = 0  # which of the run's traces (in start order) the truth describes, e.g. 0 before a resume
 
 
 def _decisions(trace: dict[str, Any], kind: str) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -44,26 +45,47 @@ REPLACEMENTS = st.sampled_from([None, -1, -0.5, 0, 2.5, "", "x", "nope", True, [
 MUTATION = st.tuples(st.sampled_from(["replace", "delete", "add"]), st.integers(min_value=0), REPLACEMENTS)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(mutations=st.lists(MUTATION, min_size=1, max_size=3))
-def test_fast_and_full_validators_agree_on_mutated_traces(demo_trace, mutations):
-    trace = copy.deepcopy(demo_trace)
+def _mutated(trace: dict, mutations) -> dict:
+    """A deep copy of `trace` with each (action, pick, replacement) applied in turn.
+    Hypothesis hands out the same sampled list or dict object every time it is drawn, so
+    each insertion is a fresh copy: otherwise a second mutation could append a list into
+    itself (the walker then recurses forever) or change the strategy's own constants."""
+    trace = copy.deepcopy(trace)
     for action, pick, replacement in mutations:
         paths = list(_paths(trace))
         if not paths:
             break
         parent_path, key = paths[pick % len(paths)]
         parent = _at(trace, parent_path)
+        value = copy.deepcopy(replacement)
         if action == "replace":
-            parent[key] = replacement
+            parent[key] = value
         elif action == "delete":
             del parent[key]
         elif isinstance(parent, dict):
-            parent["extra_field"] = replacement
+            parent["extra_field"] = value
         else:
-            parent.append(replacement)
+            parent.append(value)
+    return trace
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=st.lists(MUTATION, min_size=1, max_size=3))
+def test_fast_and_full_validators_agree_on_mutated_traces(demo_trace, mutations):
+    trace = _mutated(demo_trace, mutations)
     full_ok = not list(_validator().iter_errors(trace))
     assert _fast_validator().is_valid(trace) == full_ok, f"validators disagree on {mutations}"
+
+
+def test_one_replacement_object_drawn_twice_cannot_nest_in_itself(demo_trace):
+    # What hypothesis did: the same ["a"] object replaces the first field (trace_id), then
+    # is drawn again and appended to the list it is now the parent of.
+    drawn = ["a"]
+    first_field_then_its_child = [("replace", 0, drawn), ("add", 1, drawn)]
+    trace = _mutated(demo_trace, first_field_then_its_child)
+    assert trace["trace_id"] == ["a", ["a"]]
+    json.dumps(trace)  # raises ValueError on a circular reference
+    assert drawn == ["a"]  # the strategy's own object is untouched for the next example
 
 
 def test_valid_trace_passes_both(demo_trace):

@@ -15,7 +15,7 @@ Hand-written agents use the decorators and helpers::
 
 from ._version import __version__
 from .configure import Instrumentation, flush, instrument, uninstrument
-from .content import ContentPolicy, redact_secrets
+from .content import ContentPolicy
 from .converter import Conversion, convert
 from .decorators import (
     agent,
@@ -31,6 +31,7 @@ from .decorators import (
     workflow,
 )
 from .recorder import Recorder, get_recorder, set_recorder
+from .redaction import redact_secrets
 from .spans import SpanRecord
 from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
 

@@ -11,48 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
 
 from . import env
+from .redaction import redact_secrets
+
+_log = logging.getLogger(__name__)
 
 Redactor = Callable[[str], str]
 """Takes the JSON text of one piece of content, returns it redacted."""
-
-_REDACTED = "[REDACTED]"
-
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Provider API keys (OpenAI/Anthropic style, AWS, GitHub, Google, Slack).
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), _REDACTED),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), _REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), _REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), _REDACTED),
-    # Authorization: Bearer <token>
-    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{8,}"), r"\1" + _REDACTED),
-    # scheme://user:password@host
-    (re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^:/\s\"@]+:)[^@\s\"/]+(@)"), r"\1" + _REDACTED + r"\2"),
-    # password=..., "api_key": "...", token: ...
-    (
-        re.compile(
-            r"(?i)\b(api[_\-]?key|secret|password|passwd|pwd|access[_\-]?token|token)"
-            r"(\\?[\"']?\s*[:=]\s*\\?[\"']?)[^\"'\s,&\\]{4,}"
-        ),
-        r"\1\2" + _REDACTED,
-    ),
-)
-
-
-def redact_secrets(text: str) -> str:
-    """The default redactor: removes common API keys, bearer tokens, passwords
-    in URLs and ``password=``/``api_key:`` style values."""
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
 
 def _json_default(obj: Any) -> Any:
     dump = getattr(obj, "model_dump", None)
@@ -82,16 +53,18 @@ class ContentPolicy:
     """Decides what of a piece of content is kept: always its ref, its text
     only when ``capture`` is on, and then only after the redactors ran."""
 
-    __slots__ = ("capture", "redactors", "_hash_key")
+    __slots__ = ("capture", "redactors", "max_chars", "_hash_key")
 
     def __init__(
         self,
         capture: bool = False,
         redactors: Iterable[Redactor] | None = None,
         hash_key: bytes | None = None,
+        max_chars: int = env.DEFAULT_MAX_CONTENT_CHARS,
     ) -> None:
         self.capture = capture
         self.redactors: list[Redactor] = [redact_secrets] if redactors is None else list(redactors)
+        self.max_chars = max_chars
         self._hash_key = hash_key
 
     @classmethod
@@ -100,6 +73,7 @@ class ContentPolicy:
             capture=env.capture_content() if capture is None else capture,
             redactors=redactors,
             hash_key=env.content_hash_key(),
+            max_chars=env.max_content_chars(),
         )
 
     def add_redactor(self, redactor: Redactor) -> None:
@@ -117,10 +91,24 @@ class ContentPolicy:
         data = canonical_json(content)
         if not self.capture:  # hot path: the ref only, straight from orjson's bytes
             return Content(self.ref_of(data), None)
-        text = data.decode()
-        for redactor in self.redactors:
-            text = redactor(text)
+        text = self.redact(data.decode())
         return Content(self.ref_of(text.encode()), text)
+
+    def redact(self, text: str) -> str:
+        """``text`` through the redactors. Text longer than ``max_chars`` is
+        replaced by a note of its size instead: redaction stays bounded on the
+        app's thread, and nothing unredacted is kept. A failing redactor
+        withholds the text rather than pass it on unredacted."""
+        if len(text) > self.max_chars:
+            return canonical_json(f"[orch-otel: {len(text)} characters, over the {self.max_chars}-character "
+                                  f"capture limit ({env.ORCH_OTEL_MAX_CONTENT_CHARS}); not captured]").decode()
+        for redactor in self.redactors:
+            try:
+                text = redactor(text)
+            except Exception as exc:  # a user's redactor bug must neither break the host nor leak
+                _log.warning("orch-otel: a redactor failed (%s); content withheld", type(exc).__name__)
+                return canonical_json("[orch-otel: withheld, a redactor failed]").decode()
+        return text
 
 
 def function_tool(name: str, description: str = "", parameters: dict[str, Any] | None = None) -> dict[str, Any]:

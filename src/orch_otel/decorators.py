@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 
-from .recorder import Invocation, current_agent, get_recorder
+from .faults import guarded
+from .recorder import NOT_RECORDING, Invocation, LLMInvocation, current_agent, get_recorder
 from .vocabulary import StopReason
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,14 +35,14 @@ class _Traced:
 
     # -- as a context manager --
     def __enter__(self) -> Invocation:
-        invocation = self._factory(None, (), {}).start()
+        invocation = _begin(self._factory, None, (), {}) or NOT_RECORDING.agent("not recorded")
         self._active.set(self._active.get() + (invocation,))
         return invocation
 
     def __exit__(self, exc_type, exc, tb) -> None:
         *rest, invocation = self._active.get()
         self._active.set(tuple(rest))
-        invocation.__exit__(exc_type, exc, tb)
+        _finish(invocation, exc)
 
     # -- as a decorator --
     def __call__(self, fn: F) -> F:
@@ -54,32 +55,55 @@ class _Traced:
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with factory(fn, args, kwargs) as invocation:
+                invocation = _begin(factory, fn, args, kwargs)
+                try:
                     result = await fn(*args, **kwargs)
-                    _set_result(invocation, result)
-                    return result
+                except BaseException as exc:
+                    _finish(invocation, exc)
+                    raise
+                _finish(invocation, None, result)
+                return result
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with factory(fn, args, kwargs) as invocation:
+            invocation = _begin(factory, fn, args, kwargs)
+            try:
                 result = fn(*args, **kwargs)
-                _set_result(invocation, result)
-                return result
+            except BaseException as exc:
+                _finish(invocation, exc)
+                raise
+            _finish(invocation, None, result)
+            return result
 
         return wrapper  # type: ignore[return-value]
 
 
-def _set_result(invocation: Invocation, result: Any) -> None:
-    set_result = getattr(invocation, "set_result", None)
-    if set_result is not None:
-        set_result(result)
+# The app's code runs whatever happens in these: a fault in orch-otel is logged
+# once and leaves that call unrecorded (see faults.guarded).
+@guarded
+def _begin(factory: Callable[..., Invocation], fn: Callable[..., Any] | None, args: tuple, kwargs: dict,
+           attach: bool = True) -> Invocation:
+    return factory(fn, args, kwargs).start(attach=attach)
+
+
+@guarded
+def _finish(invocation: Invocation | None, exc: BaseException | None, result: Any = None) -> None:
+    if invocation is None:
+        return
+    if exc is None and result is not None:
+        set_result = getattr(invocation, "set_result", None)
+        if set_result is not None:
+            set_result(result)
+    invocation.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
 
 
 def _generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        invocation = factory(fn, args, kwargs).start(attach=False)
+        invocation = _begin(factory, fn, args, kwargs, attach=False)
+        if invocation is None:
+            return (yield from fn(*args, **kwargs))
         gen = fn(*args, **kwargs)
         step: Callable[[], Any] = lambda: gen.send(None)  # noqa: E731
         try:
@@ -98,21 +122,25 @@ def _generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation
                 else:
                     step = functools.partial(gen.send, sent)
         except StopIteration as stop:
-            invocation.end()
+            _finish(invocation, None)
             return stop.value
         except BaseException as exc:
-            invocation.fail(exc)
+            _finish(invocation, exc)
             raise
         finally:
             gen.close()
-            invocation.end()
+            _finish(invocation, None)
 
     return wrapper
 
 
 def _async_generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation]) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        invocation = factory(fn, args, kwargs).start(attach=False)
+        invocation = _begin(factory, fn, args, kwargs, attach=False)
+        if invocation is None:
+            async for item in fn(*args, **kwargs):  # (asend/athrow of the consumer are not forwarded here)
+                yield item
+            return
         agen = fn(*args, **kwargs)
         step: Callable[[], Any] = lambda: agen.asend(None)  # noqa: E731
         try:
@@ -131,13 +159,13 @@ def _async_generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invo
                 else:
                     step = functools.partial(agen.asend, sent)
         except StopAsyncIteration:
-            invocation.end()
+            _finish(invocation, None)
         except BaseException as exc:
-            invocation.fail(exc)
+            _finish(invocation, exc)
             raise
         finally:
             await agen.aclose()
-            invocation.end()
+            _finish(invocation, None)
 
     return wrapper
 
@@ -225,46 +253,59 @@ def tool(name_or_fn: str | Callable[..., Any] | None = None, *, tool_type: str =
 
 
 def llm_call(model: str, *, provider: str | None = None, input_messages: Any = None,
-             tools: Any = None) -> Invocation:
+             tools: Any = None) -> LLMInvocation:
     """Trace your own LLM call: ``with llm_call("gpt-4o", input_messages=msgs, tools=schemas) as call:
     ...; call.set_response(text, input_tokens=..., output_tokens=...)``. ``tools``: the
     tool definitions offered to the model (content: recorded like the prompt)."""
+    call = _llm_call(model, provider, input_messages, tools)
+    return call if call is not None else NOT_RECORDING.llm("not recorded")
+
+
+@guarded
+def _llm_call(model: str, provider: str | None, input_messages: Any, tools: Any) -> LLMInvocation:
     return get_recorder().llm(model, provider=provider, input_messages=input_messages, tool_definitions=tools)
 
 
+@guarded
 def spawn(*targets: str, options: Iterable[str] | None = None, content: Any = None) -> None:
     """Record the decision to spawn ``targets`` (one decision for a whole fan-out)."""
     names: Sequence[str] = targets[0] if len(targets) == 1 and not isinstance(targets[0], str) else targets
     get_recorder().spawn(list(names), options=options, content=content)
 
 
+@guarded
 def delegate(target: str | Sequence[str], *, options: Iterable[str] | None = None, content: Any = None) -> None:
     """Record the decision to hand work to ``target``, chosen among ``options``."""
     get_recorder().delegate(target, options=options, content=content)
 
 
+@guarded
 def message(content: Any = None, *, to: str | Iterable[str], sender: str | None = None,
             message_type: str | None = None) -> None:
     """Record a message from the current agent (or ``sender``) to ``to``."""
     get_recorder().message(content, recipients=to, sender=sender, message_type=message_type)
 
 
+@guarded
 def aggregate(content: Any = None, *, sources: Iterable[str] | None = None) -> None:
     """Record the aggregation of sub-agents' results."""
     get_recorder().aggregate(content, sources=sources)
 
 
+@guarded
 def stop(reason: str = StopReason.END, *, content: Any = None, forced: bool = False) -> None:
     """Record the decision to stop the run, with its reason; ``forced`` when a
     limit (turns, tokens, time, recursion), not a choice, ended it."""
     get_recorder().stop(reason, content=content, forced=forced)
 
 
+@guarded
 def human_intervention(content: Any = None) -> None:
     """Record a human's input into the run."""
     get_recorder().human_intervention(content)
 
 
+@guarded
 def reward(value: float, *, name: str = "reward", unit: str | None = None, target: str | None = None) -> None:
     """Record a reward: for the team (``unit`` None or ``"team"``), for one agent
     (``unit="agent"`` or ``"orchestrator"``, ``target`` = its name) or for a role

@@ -24,6 +24,13 @@ ORCH_OTEL_CONTENT_HASH_KEY = "ORCH_OTEL_CONTENT_HASH_KEY"
 """Optional secret. When set, content refs are keyed hashes (HMAC), so short
 contents cannot be guessed from their refs."""
 
+ORCH_OTEL_MAX_CONTENT_CHARS = "ORCH_OTEL_MAX_CONTENT_CHARS"
+"""Longest piece of content (its JSON text, in characters) captured when
+capture is on; a longer one is recorded as a note of its size, so redaction
+on the app's thread stays bounded. Default: 1048576."""
+
+DEFAULT_MAX_CONTENT_CHARS = 1 << 20
+
 ORCH_OTEL_MAX_OPEN_TRACES = "ORCH_OTEL_MAX_OPEN_TRACES"
 """Traces the live exporter holds open at once. When exceeded, the oldest is
 written with stop reason ``incomplete``. Default: 10000."""
@@ -31,6 +38,11 @@ written with stop reason ``incomplete``. Default: 10000."""
 ORCH_OTEL_MAX_SPANS_PER_TRACE = "ORCH_OTEL_MAX_SPANS_PER_TRACE"
 """Spans held for one open trace. When exceeded, the trace is written early
 with stop reason ``incomplete``. Default: 100000."""
+
+ORCH_OTEL_STRICT = "ORCH_OTEL_STRICT"
+"""``1``: a wrong argument to a public helper, or a fault inside orch-otel,
+raises (for tests). Default: off, the fault is logged once and the call does
+nothing, so it never reaches the app."""
 
 ORCH_OTEL_QUEUE_SIZE = "ORCH_OTEL_QUEUE_SIZE"
 """Spans the trace-file exporter's batch queue holds before it must drop.
@@ -80,6 +92,10 @@ def _positive_int(name: str, default: int) -> int:
     return default
 
 
+def strict() -> bool:
+    return _flag(ORCH_OTEL_STRICT, False)
+
+
 def capture_content() -> bool:
     return _flag(CAPTURE_MESSAGE_CONTENT, False)
 
@@ -91,6 +107,10 @@ def trace_dir() -> Path:
 def content_hash_key() -> bytes | None:
     raw = os.environ.get(ORCH_OTEL_CONTENT_HASH_KEY)
     return raw.encode() if raw else None
+
+
+def max_content_chars() -> int:
+    return _positive_int(ORCH_OTEL_MAX_CONTENT_CHARS, DEFAULT_MAX_CONTENT_CHARS)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ._version import __version__
 from .content import ContentPolicy
+from .faults import guarded, log_fault
 from .vocabulary import (
     CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,
@@ -114,10 +116,12 @@ class Invocation:
             self._token = otel_context.attach(ctx)
         return self
 
+    @guarded
     def set(self, key: str, value: Any) -> None:
         if value is not None and self.span.is_recording():
             self.span.set_attribute(key, value)
 
+    @guarded
     def end(self, *, outcome: str = OK, stop_reason: str | None = None, error: BaseException | None = None) -> None:
         """End the span. ``outcome`` is one of ok, error, cancelled, interrupted,
         handoff; only ``error`` marks the span as failed."""
@@ -139,6 +143,7 @@ class Invocation:
         finally:
             self._detach()
 
+    @guarded
     def stop(self, reason: str, *, content: Any = None, source: str | None = None, forced: bool = False) -> None:
         """Record this span's run stopping. Only the run root marks the run as
         stopped: a nested run's stop does not stop the run around it."""
@@ -158,11 +163,11 @@ class Invocation:
             try:
                 otel_context.detach(token)
             except Exception:  # detached from another context: nothing to restore
-                _log.debug("orch-otel: context detach skipped", exc_info=True)
+                log_fault(_log, logging.DEBUG, "orch-otel: context detach skipped")
 
     def __enter__(self) -> Invocation:
         if self.context is None:
-            self.start()
+            _start(self)  # a fault leaves the span unstarted: the block runs unrecorded
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -175,6 +180,7 @@ class Invocation:
 class ToolInvocation(Invocation):
     __slots__ = ()
 
+    @guarded
     def set_result(self, result: Any) -> None:
         if self.span.is_recording():
             self._recorder._content_attrs(self.span, result, Attr.OUTPUT_REF, Attr.TOOL_CALL_RESULT)
@@ -183,6 +189,7 @@ class ToolInvocation(Invocation):
 class LLMInvocation(Invocation):
     __slots__ = ()
 
+    @guarded
     def set_response(
         self,
         output: Any = None,
@@ -235,12 +242,24 @@ class Recorder:
         return ERROR
 
     def _mark_error(self, span: Span, error: BaseException | None) -> None:
+        """Mark ``span`` failed. An exception's message and stack trace are
+        content (they often quote inputs, keys or addresses): they are kept
+        only with capture on, and then redacted. The type always is."""
         if error is None:
             span.set_status(StatusCode.ERROR)
             return
-        span.set_attribute(Attr.ERROR_TYPE, type(error).__qualname__)
-        span.set_status(StatusCode.ERROR, f"{type(error).__name__}: {error}")
-        span.record_exception(error, escaped=True)
+        kind = type(error).__qualname__
+        span.set_attribute(Attr.ERROR_TYPE, kind)
+        span.set_status(StatusCode.ERROR, kind)
+        attrs: dict[str, Any] = {Attr.EXCEPTION_TYPE: kind, Attr.EXCEPTION_ESCAPED: True}
+        if self.content.capture:
+            try:
+                attrs[Attr.EXCEPTION_MESSAGE] = self.content.redact(str(error))
+                trace_text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                attrs[Attr.EXCEPTION_STACKTRACE] = self.content.redact(trace_text)
+            except Exception:  # str() of a broken exception must not break the host
+                _log.warning("orch-otel: could not format a %s; message not recorded", kind)
+        span.add_event(SpanEvent.EXCEPTION, attrs)
 
     # -- spans ------------------------------------------------------------------------
 
@@ -476,7 +495,7 @@ class Recorder:
         try:
             kept = self.content.apply(content)
         except Exception:  # a redactor or serializer bug must not break the host
-            _log.warning("orch-otel: content policy failed; content not recorded", exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: content policy failed; content not recorded")
             return
         if kept is not None:
             attrs[ref_key] = kept.ref
@@ -504,6 +523,15 @@ def current_agent() -> str | None:
     """Name of the innermost agent in the current context (None outside agents)."""
     return _current_agent()
 
+
+@guarded
+def _start(invocation: Invocation) -> None:
+    invocation.start()
+
+
+NOT_RECORDING = Recorder(tracer_provider=trace.NoOpTracerProvider(), content=ContentPolicy())
+"""A recorder whose spans never record: what a public helper hands back when it
+could not set up a real span, so the app's ``with`` block still runs."""
 
 _default: Recorder | None = None
 

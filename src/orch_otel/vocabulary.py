@@ -137,6 +137,10 @@ class Attr:
     TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # opt-in content: the tools offered to the model
     WORKFLOW_NAME = "gen_ai.workflow.name"
     ERROR_TYPE = "error.type"
+    EXCEPTION_TYPE = "exception.type"
+    EXCEPTION_MESSAGE = "exception.message"  # opt-in content, redacted
+    EXCEPTION_STACKTRACE = "exception.stacktrace"  # opt-in content, redacted
+    EXCEPTION_ESCAPED = "exception.escaped"
 
     # Project namespace: orchestration facts the GenAI conventions lack.
     SYSTEM = "orch.system"  # framework that produced the run: langgraph, autogen, custom
@@ -179,6 +183,7 @@ class SpanEvent:
     HUMAN_INTERVENTION = "orch.human_intervention"
     REWARD = "orch.reward"
     SAFETY = "orch.safety"
+    EXCEPTION = "exception"  # OpenTelemetry's exception event, written by the recorder itself
 
 
 INSTRUMENTATION_NAME = "orch_otel"

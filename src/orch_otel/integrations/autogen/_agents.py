@@ -46,7 +46,7 @@ def run_json_stream(recorder: Recorder) -> Callable[..., Any]:
         last = None
         try:
             while True:
-                with trace.use_span(inv.span, end_on_exit=False):
+                with trace.use_span(inv.span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                     try:
                         item = await agen.__anext__()
                     except StopAsyncIteration:

@@ -1,0 +1,106 @@
+"""Wrong arguments to the public helpers and faults inside orch-otel never
+reach the app: logged once, nothing recorded, the app's code runs and its own
+results and exceptions pass through. Strict mode raises instead."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import orch_otel
+from orch_otel import faults
+from orch_otel.recorder import Recorder, get_recorder, set_recorder
+
+WRONG_CALLS = {
+    'reward("high")': lambda: orch_otel.reward("high"),
+    "reward(None)": lambda: orch_otel.reward(None),
+    "delegate(5)": lambda: orch_otel.delegate(5),
+    "spawn(None)": lambda: orch_otel.spawn(None),
+    "message(to=5)": lambda: orch_otel.message("hi", to=5),
+    "aggregate(sources=7)": lambda: orch_otel.aggregate("x", sources=7),
+}
+
+
+@pytest.fixture
+def lenient():
+    previous = faults.set_strict(False)
+    faults._warned.clear()
+    yield
+    faults.set_strict(previous)
+
+
+@pytest.mark.parametrize("call", sorted(WRONG_CALLS))
+def test_a_wrong_argument_to_a_helper_is_logged_once_and_ignored(call, lenient, captured, caplog):
+    @orch_otel.agent("caller")
+    def caller() -> str:
+        WRONG_CALLS[call]()
+        WRONG_CALLS[call]()
+        return "the app's result"
+
+    with caplog.at_level(logging.WARNING, logger="orch_otel"):
+        assert caller() == "the app's result"
+    warnings = [r for r in caplog.records if "failed; not recorded" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]  # once, not per call
+    (trace,) = captured.traces()
+    assert [e["type"] for e in trace["events"] if e["type"] != "orchestrator_decision"] == []  # nothing half-recorded
+    assert [e.get("decision") for e in trace["events"]] == ["stop"]  # only the run's own end
+
+
+def test_set_response_with_a_wrong_token_count_is_ignored(lenient, captured):
+    @orch_otel.agent("caller")
+    def caller() -> str:
+        with orch_otel.llm_call("m") as call:
+            call.set_response("ok", input_tokens="many", output_tokens=3)
+        return "done"
+
+    assert caller() == "done"
+    (chat,) = [s for s in captured.spans if s.name == "chat m"]
+    assert "gen_ai.usage.input_tokens" not in chat.attributes
+
+
+class _BrokenTracer:
+    def start_span(self, *args, **kwargs):
+        raise RuntimeError("tracer fault")
+
+
+def test_a_fault_inside_the_recorder_does_not_reach_the_app(lenient, captured):
+    broken = Recorder()
+    broken.tracer = _BrokenTracer()
+    previous = get_recorder()
+    set_recorder(broken)
+    try:
+        @orch_otel.tool
+        def add(a: int, b: int) -> int:
+            return a + b
+
+        @orch_otel.agent("worker")
+        async def worker() -> int:
+            return add(1, 2)
+
+        @orch_otel.agent("streamer")
+        def streamer():
+            yield 1
+            yield 2
+
+        with pytest.raises(ZeroDivisionError):  # the app's own exception still passes through
+            with orch_otel.agent("ctx"):
+                _ = 1 / 0
+        import asyncio
+
+        assert asyncio.run(worker()) == 3
+        assert list(streamer()) == [1, 2]
+        with orch_otel.llm_call("m") as call:
+            call.set_response("x", input_tokens=1)
+    finally:
+        set_recorder(previous)
+    assert captured.spans == []
+
+
+def test_strict_mode_raises_for_tests(captured):
+    previous = faults.set_strict(True)
+    try:
+        with pytest.raises(TypeError), orch_otel.agent("caller"):
+            orch_otel.delegate(5)
+    finally:
+        faults.set_strict(previous)
