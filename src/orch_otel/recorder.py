@@ -25,7 +25,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ._version import __version__
 from .content import ContentPolicy
-from .faults import guarded, log_fault
+from .faults import guarded, is_strict, log_fault
 from .vocabulary import (
     CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,
@@ -424,12 +424,10 @@ class Recorder:
         ``role`` with ``target`` = the role; the trace keeps it as ``name``,
         ``name@target`` or ``name@role:target`` and the datasets credit it to
         that agent's (or role's) rows. Other units (turn, message, tool_call,
-        token), a missing target, or a value that is not a number: not recorded,
-        with a warning once (never an exception into the app)."""
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return self._warn_once("reward-value", "orch-otel: reward(%r): the value is not a number; not recorded", name)
+        token) or a missing target: not recorded, with a warning once (raised
+        in strict mode). A value that is not a number raises (``orch_otel.reward``
+        logs that once and goes on)."""
+        number = float(value)
         unit = None if unit is None else str(unit)
         if unit is not None and unit not in CREDITED_REWARD_UNITS:
             return self._warn_once(f"reward-unit:{unit}", "orch-otel: reward(unit=%r) is not supported (%s are); "
@@ -449,6 +447,9 @@ class Recorder:
         span.add_event(SpanEvent.REWARD, attrs)
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        """A wrong argument: logged once per kind (names only, no content); raised in strict mode."""
+        if is_strict():
+            raise ValueError(message % args)
         if key not in self._warned:
             self._warned.add(key)
             _log.warning(message, *args)
