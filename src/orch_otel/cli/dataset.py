@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         counts = {"traces": 0, "rejects": 0}
 
         def advance(result: dict) -> None:
-            counts["traces"] += 1
+            counts["traces"] += "reject" not in result or bool(result.get("is_trace"))
             counts["rejects"] += "reject" in result
             if "reject" in result:
                 progress.console.print(f"[yellow]rejected[/yellow] {escape(result['where'] + ': ' + result['reject'])}",

@@ -54,7 +54,7 @@ def _collector_address(protocol: str, endpoint: str | None) -> tuple[str, str, i
            or ("http://localhost:4317" if protocol == "grpc" else "http://localhost:4318"))
     parts = urlsplit(url if "://" in url else f"http://{url}")
     default = 443 if parts.scheme == "https" else (4317 if protocol == "grpc" else 80)
-    return url, parts.hostname or "localhost", parts.port or default
+    return url, parts.hostname or "localhost", parts.port or default  # .port raises ValueError for a bad port
 
 
 def _no_collector(host: str, port: int) -> str | None:
@@ -79,7 +79,11 @@ def _replay(directory, args: argparse.Namespace) -> int:
     if not endpoint and env.otlp_protocol() is None:
         print("no collector: pass --endpoint or set OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
         return EXIT_USAGE
-    url, host, port = _collector_address(protocol, endpoint)
+    try:
+        url, host, port = _collector_address(protocol, endpoint)
+    except ValueError as exc:
+        print(f"no collector: the endpoint {endpoint or 'in OTEL_EXPORTER_OTLP_*'} is not a URL ({exc})", file=sys.stderr)
+        return EXIT_USAGE
     why = _no_collector(host, port)
     if why is not None:
         left = len(spool_files(directory))
