@@ -332,12 +332,18 @@ def test_exit_codes_are_one_scheme_across_commands(recorded, tmp_path, capsys, m
         assert "Traceback" not in captured.err, (argv, captured.err)
 
 
-def test_unreadable_input_is_a_usage_error_without_traceback(recorded, tmp_path):
+def test_an_output_of_the_wrong_kind_is_a_usage_error_without_traceback(recorded, tmp_path):
     live, _, _ = recorded
     folder_as_out = tmp_path / "dir.jsonl"
     folder_as_out.mkdir()
     result = cli("convert", str(live), "-o", str(folder_as_out))
-    assert result.returncode == 2 and str(folder_as_out) in result.stderr
+    assert result.returncode == 2 and f"{folder_as_out}: is a directory; -o names the trace file" in result.stderr
+    assert list(folder_as_out.parent.glob(".*partial")) == []
+    file_as_out = tmp_path / "file"
+    file_as_out.write_text("keep me")
+    result = cli("dataset", str(live), "-o", str(file_as_out), "--view", "decisions")
+    assert result.returncode == 2 and f"{file_as_out}: not a folder" in result.stderr
+    assert file_as_out.read_text() == "keep me"
 
 
 # -- 15. messages that name the file and say what to do

@@ -123,6 +123,8 @@ def build(
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
     out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: not a folder; -o names the folder to write the dataset into")
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     store = ContentStore(content_dirs(inputs))

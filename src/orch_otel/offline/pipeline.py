@@ -110,6 +110,8 @@ class Outputs:
 
     def __init__(self, out: Path, quarantine: Path | None = None, *,
                  on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000):
+        if out.is_dir():
+            raise IsADirectoryError(f"{out}: is a directory; -o names the trace file to write (e.g. {out}/traces.jsonl)")
         self.out = out
         self.quarantine = quarantine or quarantine_path(out)
         self.contents = content_path(out)
