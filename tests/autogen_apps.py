@@ -12,6 +12,8 @@ from autogen_agentchat.conditions import (
     HandoffTermination,
     MaxMessageTermination,
     TextMentionTermination,
+    TimeoutTermination,
+    TokenUsageTermination,
 )
 from autogen_agentchat.teams import (
     DiGraphBuilder,
@@ -144,3 +146,63 @@ def slow_round_robin(delay: float = 0.5) -> RoundRobinGroupChat:
     a = AssistantAgent("a", model_client=SlowReplay(["a1", "a2"], delay))
     b = AssistantAgent("b", model_client=SlowReplay(["b1", "b2"], delay))
     return RoundRobinGroupChat([a, b], max_turns=3)
+
+
+def tool_round_robin_max_messages() -> RoundRobinGroupChat:
+    """a calls get_weather(city=Rome) as w1 (its turn ends with the tool's summary), b says
+    "noted"; the task and the two answers are 3 messages ->
+    "Maximum number of messages 3 reached, current message count: 3" (a limit: forced)."""
+    a = AssistantAgent("a", tools=[get_weather], model_client=replay(tool_call("get_weather", {"city": "Rome"}, "w1")))
+    b = AssistantAgent("b", model_client=replay("noted"))
+    return RoundRobinGroupChat([a, b], termination_condition=MaxMessageTermination(3), name="tool_team")
+
+
+def token_budget_round_robin() -> RoundRobinGroupChat:
+    """a answers with 4+3 tokens, b with 2+2: the budget of 10 tokens is passed after b
+    (7, then 11) -> "Token usage limit reached, total token count: 11, prompt token count: 6,
+    completion token count: 5." (forced)."""
+    a = AssistantAgent("a", model_client=replay(text("a1", prompt_tokens=4, completion_tokens=3)))
+    b = AssistantAgent("b", model_client=replay(text("b1", prompt_tokens=2, completion_tokens=2)))
+    return RoundRobinGroupChat([a, b], termination_condition=TokenUsageTermination(max_total_token=10),
+                               name="budget_team")
+
+
+async def slow_lookup(q: str) -> str:
+    """A lookup that takes 0.2 s (longer than the timeout of ``timed_round_robin``)."""
+    await asyncio.sleep(0.2)
+    return f"found {q}"
+
+
+def timed_round_robin() -> RoundRobinGroupChat:
+    """Run with no task (so the condition is first checked after a's turn): a calls
+    slow_lookup(q=x) as s1, which takes 0.2 s, past the 0.05 s timeout ->
+    "Timeout of 0.05 seconds reached" (forced); b never speaks."""
+    a = AssistantAgent("a", tools=[slow_lookup], model_client=replay(tool_call("slow_lookup", {"q": "x"}, "s1")))
+    b = AssistantAgent("b", model_client=replay("b1"))
+    return RoundRobinGroupChat([a, b], termination_condition=TimeoutTermination(0.05), name="timed_team")
+
+
+def approval_round_robin() -> RoundRobinGroupChat:
+    """writer says "draft v1, APPROVE?" (not counted: only critic's mentions count), critic
+    says "APPROVE" -> "Text 'APPROVE' mentioned", the voluntary side of
+    ``TextMention | MaxMessage(6)``, fired by critic."""
+    writer = AssistantAgent("writer", model_client=replay("draft v1, APPROVE?"))
+    critic = AssistantAgent("critic", model_client=replay("APPROVE"))
+    return RoundRobinGroupChat(
+        [writer, critic],
+        termination_condition=TextMentionTermination("APPROVE", sources=["critic"]) | MaxMessageTermination(6),
+        name="review_team",
+    )
+
+
+def nested_text_mention() -> RoundRobinGroupChat:
+    """outer: sub_team (x "x draft", y "y DONE"; "Maximum number of turns 2 reached.") as a
+    participant; outer's ``TextMention("DONE") | MaxMessage(10)`` fires on y's message in
+    sub_team's result -> outer stops with "Text 'DONE' mentioned" (y's choice); z never speaks."""
+    x = AssistantAgent("x", model_client=replay("x draft"))
+    y = AssistantAgent("y", model_client=replay("y DONE"))
+    sub = RoundRobinGroupChat([x, y], max_turns=2, name="sub_team")
+    z = AssistantAgent("z", model_client=replay("z1"))
+    return RoundRobinGroupChat(
+        [sub, z], termination_condition=TextMentionTermination("DONE") | MaxMessageTermination(10), name="outer",
+    )

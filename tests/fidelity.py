@@ -105,7 +105,8 @@ def fidelity_errors(trace: dict[str, Any], truth: Truth) -> list[str]:
     if got_delegations != list(truth.delegations):
         errors.append(f"delegations: expected {list(truth.delegations)}, got {got_delegations}")
     for e in _decisions(trace, "delegate"):
-        if e.get("options") is not None and e.get("to") not in e["options"]:
+        targets = e.get("targets") or [e.get("to")]  # a parallel choice (fan-out) names several
+        if e.get("options") is not None and not set(targets) <= set(e["options"]):
             errors.append(f"delegation {e['id']}: target {e.get('to')} not among its options {e['options']}")
 
     got_tools = Counter((e["agent"], e["tool"], e.get("call_id")) for e in events if e["type"] == "tool_call")

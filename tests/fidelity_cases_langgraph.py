@@ -1,14 +1,77 @@
 """LangGraph app shapes of the fidelity suite, each with its truth written by
-hand from the app's code (see tests/fidelity.py for what each field means)."""
+hand from the app's code (see tests/fidelity.py for what each field means;
+the apps are in tests/langgraph_apps.py).
+
+Conventions of these truths, from LangGraph's semantics:
+- every agent a graph runs (a subgraph node, a prebuilt agent, a ``Send``
+  target, a node that calls a model) is an instance spawned by the graph's
+  agent (the workflow for the top-level graph);
+- a conditional edge decides for the agent of its source node (the workflow
+  when that node is no agent); its options are the nodes its path map or
+  its return type declares, END left out; a route to END is that agent's stop;
+- a ``Command`` decides for the node that returns it; its options are the
+  node's declared destinations; a handoff tool's options are the handoff
+  tools its agent was given;
+- an agent that may leave only by a ``Command`` (langgraph-supervisor's
+  supervisor, swarm agents) and answers instead ends the run itself.
+"""
 
 from __future__ import annotations
 
 import langgraph_apps as apps
-from fidelity import Case, Delegation, Stop, Truth
+from fidelity import Aggregate, Case, Delegation, Stop, Truth
+from langgraph.errors import GraphRecursionError
 
 
 def _supervisor() -> None:
     apps.build_supervisor().invoke(apps.user_input("what is 1+2?"))
+
+
+def _swarm() -> None:
+    apps.build_swarm().invoke(apps.user_input("what is 2+2?"), {"configurable": {"thread_id": "swarm-1"}})
+
+
+def _fanout() -> None:
+    apps.build_fanout(3).invoke({})
+
+
+def _nested() -> None:
+    apps.build_nested().invoke(apps.user_input())
+
+
+def _path_map_router() -> None:
+    apps.build_path_map_router().invoke(apps.user_input("find out"))
+
+
+def _list_router() -> None:
+    apps.build_router("billing").invoke(apps.user_input("my bill"))
+
+
+def _literal_router() -> None:
+    apps.build_literal_router("tech").invoke(apps.user_input("it is broken"))
+
+
+def _command_handoffs() -> None:
+    apps.build_command_handoffs().invoke(apps.user_input())
+
+
+def _command_end() -> None:
+    apps.build_command_end().invoke(apps.user_input("it crashes"))
+
+
+def _interrupted() -> None:
+    apps.build_interrupt().invoke(apps.user_input("write a post"), {"configurable": {"thread_id": "fid-interrupt"}})
+
+
+def _recursion_limit() -> None:
+    try:
+        apps.build_loop().invoke({}, {"recursion_limit": 4})
+    except GraphRecursionError:
+        pass  # the app's caller sees the limit; the trace must say it was forced
+
+
+def _agent_pipeline() -> None:
+    apps.build_agent_pipeline().invoke(apps.user_input("research langgraph"))
 
 
 SUPERVISOR_WORKERS = frozenset({"math_expert", "research_expert"})
@@ -33,6 +96,129 @@ CASES: list[Case] = [
             # its last turn answers with no handoff: the supervisor itself ends the run
             stop=Stop("supervisor", reason="", forced=False),
             topology="centralized",
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_swarm,
+        truth=Truth(
+            app="langgraph-swarm: the active-agent router picks Alice; Alice hands off to Bob; Bob adds and answers",
+            instances={"Alice": 1, "Bob": 1},
+            delegations=(
+                # create_swarm's START router, path map = the agents
+                Delegation("swarm", "Alice", frozenset({"Alice", "Bob"})),
+                # Alice was given one handoff tool
+                Delegation("Alice", "Bob", frozenset({"Bob"})),
+            ),
+            tool_calls=(("Alice", "transfer_to_bob", "call_to_bob"), ("Bob", "add", "call_bob_add")),
+            stop=Stop("Bob", reason="", forced=False),  # Bob could hand back to Alice; he answers instead
+            topology="swarm",
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_fanout,
+        truth=Truth(
+            app="Send fan-out: prepare sends 3 worker branches (each: model, lookup); merge fans them in",
+            instances={"worker": 3},
+            tool_calls=(("worker", "lookup", "call_w"),) * 3,
+            aggregates=(Aggregate("fanout", ("worker", "worker", "worker")),),  # merge is a plain node
+            stop=Stop("fanout", reason="end"),
+            spawned_by={"worker": "fanout"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_nested,
+        truth=Truth(
+            app="3 levels of graphs: level1 -> middle (level2 as a node) -> call_inner invokes level3 -> leaf asks a model",
+            instances={"middle": 1, "call_inner": 1, "leaf": 1},
+            stop=Stop("level1", reason="end"),
+            topology="hierarchical",
+            spawned_by={"middle": "level1", "call_inner": "middle", "leaf": "call_inner"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_path_map_router,
+        truth=Truth(
+            app="router with a path map: supervisor -go_research-> researcher -> supervisor -FINISH-> END",
+            instances={"supervisor": 2, "researcher": 1},
+            delegations=(Delegation("supervisor", "researcher", frozenset({"researcher"})),),
+            stop=Stop("supervisor", reason="end"),  # FINISH maps to END: the supervisor's router ends the run
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_list_router,
+        truth=Truth(
+            app="router with a list of targets: triage -> billing -> END (static edge)",
+            instances={"triage": 1, "billing": 1},
+            delegations=(Delegation("triage", "billing", frozenset({"billing", "tech"})),),
+            stop=Stop("helpdesk", reason="end"),
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_literal_router,
+        truth=Truth(
+            app="router with no path map, targets from its Literal return type: triage -> tech -> END",
+            instances={"triage": 1, "tech": 1},
+            delegations=(Delegation("triage", "tech", frozenset({"billing", "tech"})),),
+            stop=Stop("literal_router", reason="end"),
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_command_handoffs,
+        truth=Truth(
+            app="Command goto: planner -> team; inside team, lead hands off to the parent's reviewer (Command.PARENT)",
+            instances={"planner": 1, "team": 1, "lead": 1, "reviewer": 1},
+            delegations=(
+                Delegation("planner", "team", frozenset({"team"})),  # destinations=("team",)
+                Delegation("lead", "reviewer", frozenset({"reviewer"})),  # the parent declares team -> reviewer
+            ),
+            stop=Stop("handoffs", reason="end"),
+            spawned_by={"lead": "team", "team": "handoffs"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_command_end,
+        truth=Truth(
+            app="Command[Literal] destinations: triager -> fixer; fixer ends with Command(goto=END)",
+            instances={"triager": 1, "fixer": 1},
+            delegations=(Delegation("triager", "fixer", frozenset({"fixer"})),),  # Literal["fixer", "__end__"]
+            stop=Stop("fixer", reason="end"),
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_interrupted,
+        truth=Truth(
+            app="interrupt: draft -> approval subgraph, whose ask node calls interrupt(); the run pauses",
+            instances={"draft": 1, "approval": 1},
+            stop=Stop("publishing", reason="interrupt", forced=True),  # a pause is not the app's end
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_recursion_limit,
+        truth=Truth(
+            app="recursion limit: thinker routes to itself until LangGraph's limit (4 steps) stops the run",
+            instances={"thinker": 4},
+            delegations=(Delegation("thinker", "thinker", frozenset({"thinker"})),) * 4,
+            stop=Stop("loop", reason="recursion_limit", forced=True),
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_agent_pipeline,
+        truth=Truth(
+            app="create_agent as a node: researcher (model, lookup, model) -> format (plain) -> END",
+            instances={"researcher": 1},
+            tool_calls=(("researcher", "lookup", "call_lookup"),),
+            stop=Stop("pipeline", reason="end"),
         ),
     ),
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 import warnings
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -321,3 +321,80 @@ def build_agent_pipeline() -> Any:
     graph.add_edge("researcher", "format")
     graph.add_edge("format", END)
     return graph.compile(name="pipeline")
+
+
+# -- routing decisions with declared candidates (issue 13) ------------------------------------------
+
+def build_path_map_router() -> Any:
+    """supervisor (model) -> router with a path map: ``go_research`` -> researcher (model) ->
+    supervisor -> ``FINISH`` -> END. The supervisor's model says which, turn by turn."""
+    supervisor_model = FakeToolCallingModel(model_name="supervisor-llm", responses=[ai("research"), ai("finish")])
+    researcher_model = FakeToolCallingModel(model_name="researcher-llm", responses=[ai("notes")])
+
+    def supervisor(state: RouteState) -> dict[str, Any]:
+        reply = supervisor_model.invoke(state["messages"])
+        return {"messages": [reply], "route": str(reply.content)}
+
+    def route(state: RouteState) -> str:
+        return "go_research" if state["route"] == "research" else "FINISH"
+
+    def researcher(state: RouteState) -> dict[str, Any]:
+        return {"messages": [researcher_model.invoke(state["messages"])]}
+
+    graph = StateGraph(RouteState)
+    graph.add_node("supervisor", supervisor)
+    graph.add_node("researcher", researcher)
+    graph.add_edge(START, "supervisor")
+    graph.add_conditional_edges("supervisor", route, {"go_research": "researcher", "FINISH": END})
+    graph.add_edge("researcher", "supervisor")
+    return graph.compile(name="path_map")
+
+
+def build_literal_router(route: str = "tech") -> Any:
+    """triage (model) -> a router whose targets are only its return type,
+    ``Literal["billing", "tech"]`` (no path map) -> the chosen model node -> END."""
+    triage_model = FakeToolCallingModel(model_name="triage-llm", responses=[ai(route)])
+    billing_model = FakeToolCallingModel(model_name="billing-llm", responses=[ai("refund issued")])
+    tech_model = FakeToolCallingModel(model_name="tech-llm", responses=[ai("rebooted")])
+
+    def triage(state: RouteState) -> dict[str, Any]:
+        reply = triage_model.invoke(state["messages"])
+        return {"messages": [reply], "route": str(reply.content)}
+
+    def pick(state: RouteState) -> Literal["billing", "tech"]:
+        return "billing" if state["route"] == "billing" else "tech"
+
+    def billing(state: RouteState) -> dict[str, Any]:
+        return {"messages": [billing_model.invoke(state["messages"])]}
+
+    def tech(state: RouteState) -> dict[str, Any]:
+        return {"messages": [tech_model.invoke(state["messages"])]}
+
+    graph = StateGraph(RouteState)
+    graph.add_node("triage", triage)
+    graph.add_node("billing", billing)
+    graph.add_node("tech", tech)
+    graph.add_edge(START, "triage")
+    graph.add_conditional_edges("triage", pick)
+    graph.add_edge("billing", END)
+    graph.add_edge("tech", END)
+    return graph.compile(name="literal_router")
+
+
+def build_command_end() -> Any:
+    """triager (model, returns ``Command[Literal["fixer", "__end__"]]``) goes to fixer;
+    fixer (model, ``destinations=("triager", END)``) ends the run with ``Command(goto=END)``."""
+    triager_model = FakeToolCallingModel(model_name="triager-llm", responses=[ai("a bug")])
+    fixer_model = FakeToolCallingModel(model_name="fixer-llm", responses=[ai("fixed")])
+
+    def triager(state: MessagesState) -> Command[Literal["fixer", "__end__"]]:
+        return Command(goto="fixer", update={"messages": [triager_model.invoke(state["messages"])]})
+
+    def fixer(state: MessagesState) -> Command:
+        return Command(goto=END, update={"messages": [fixer_model.invoke(state["messages"])]})
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("triager", triager)
+    graph.add_node("fixer", fixer, destinations=("triager", END))
+    graph.add_edge(START, "triager")
+    return graph.compile(name="command_end")

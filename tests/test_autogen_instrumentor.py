@@ -28,16 +28,17 @@ def test_declares_supported_versions():
 
 
 async def test_uninstrument_then_instrument_again(instrumentor, captured):
+    from autogen_agentchat.conditions import TextMentionTermination
     from autogen_agentchat.teams._group_chat._base_group_chat import BaseGroupChat
     from autogen_core.tools import _base as tools_base
 
-    original = (BaseGroupChat.run_stream, tools_base.trace_tool_span)
+    original = (BaseGroupChat.run_stream, tools_base.trace_tool_span, TextMentionTermination.__call__)
     instrumentor.instrument()
     await asyncio.wait_for(apps.weather_round_robin().run(task="go"), TIMEOUT)
     assert len(captured.traces()) == 1
 
     instrumentor.uninstrument()
-    assert (BaseGroupChat.run_stream, tools_base.trace_tool_span) == original
+    assert (BaseGroupChat.run_stream, tools_base.trace_tool_span, TextMentionTermination.__call__) == original
     captured.spans.clear()
     await asyncio.wait_for(apps.weather_round_robin().run(task="go"), TIMEOUT)
     assert not [s for s in captured.spans if s.name.startswith(("invoke_workflow", "chat "))]
@@ -49,7 +50,7 @@ async def test_uninstrument_then_instrument_again(instrumentor, captured):
     (trace,) = captured.traces()
     check_trace(trace)
     assert [(d["agent"], d["reason"]) for d in decisions_of(trace, "stop")] == [
-        ("Swarm", "Handoff to user from bob detected.")]
+        ("bob", "Handoff to user from bob detected."), ("Swarm", "Handoff to user from bob detected.")]
 
 
 def test_uninstrument_restores_inherited_and_client_methods(instrumentor):

@@ -72,11 +72,12 @@ async def test_fifty_concurrent_runs_give_fifty_correct_traces(captured):
     for team, result in zip(teams, results):
         trace = check_trace(by_task[team._team_id])
         if team.name == "weather_team":
-            assert stops(trace) == [("weather_team", "Text 'TERMINATE' mentioned")] == [("weather_team", result.stop_reason)]
+            assert stops(trace) == [("b", result.stop_reason), ("weather_team", result.stop_reason)]
+            assert result.stop_reason == "Text 'TERMINATE' mentioned"
             assert [d["targets"] for d in decisions_of(trace, "delegate")] == [["a"], ["b"]]
             assert [e["call_id"] for e in events_of(trace, "tool_call")] == ["call_1"]
         else:
-            assert stops(trace) == [("Swarm", "Handoff to user from bob detected.")]
+            assert stops(trace) == [("bob", "Handoff to user from bob detected."), ("Swarm", "Handoff to user from bob detected.")]
             assert [(d["agent"], d["to"]) for d in decisions_of(trace, "delegate")] == [
                 ("Swarm", "alice"), ("alice", "bob"), ("Swarm", "bob"), ("bob", "user")]
             assert sorted(e["call_id"] for e in events_of(trace, "tool_call")) == ["h1", "h2", "t1"]
@@ -92,8 +93,9 @@ async def test_builtin_spans_neither_split_nor_duplicate(captured):
     assert not [n for n in names if n.startswith(("autogen ", "create_agent"))]
     assert names["invoke_agent a"] == names["invoke_agent b"] == names["execute_tool get_weather"] == 1
     assert not [s for s in captured.spans if s.attributes.get("gen_ai.system") == "autogen"]
+    # orch.stop: b's stop (its TERMINATE), recorded after b's turn span ended.
     assert names == Counter({"invoke_workflow weather_team": 1, "invoke_agent a": 1, "invoke_agent b": 1,
-                             "execute_tool get_weather": 1, "chat ReplayChatCompletionClient": 3})
+                             "execute_tool get_weather": 1, "chat ReplayChatCompletionClient": 3, "orch.stop": 1})
 
 
 async def test_user_supplied_runtime_is_one_trace(captured):

@@ -140,8 +140,10 @@ def test_cli_writes_the_view_and_prints_a_summary(runs, tmp_path, capsys):
 
 def test_cli_errors_are_clear(runs, tmp_path, capsys):
     src, _ = runs
-    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 1
+    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat", "--strict"]) == 1
     assert "needs captured content" in capsys.readouterr().err
+    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 0  # skipped and named
+    assert "traces skipped (no captured content)" in capsys.readouterr().out
     bad = tmp_path / "o.jsonl"
     bad.write_text('{"task_id": "calc-ok", "success": "maybe"}\n')
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "turns", "--outcomes", str(bad)]) == 2

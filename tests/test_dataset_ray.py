@@ -58,4 +58,4 @@ def test_ray_parquet_is_identical_to_local(ray_runtime, inputs, tmp_path):
 def test_ray_content_errors_reach_the_driver(ray_runtime, tmp_path):
     record(tmp_path / "refs", standard_runs()[:1], capture=False)
     with pytest.raises(ContentMissing, match="needs captured content"):
-        build([tmp_path / "refs"], tmp_path / "out", Config(view="chat"), engine="ray")
+        build([tmp_path / "refs"], tmp_path / "out", Config(view="chat"), engine="ray", strict=True)

@@ -4,12 +4,13 @@ decisions, turns, chat, triplets and re-written traces, with metrics and credit.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from conftest import check_trace
 from fixtures.dataset_runs import record, standard_runs
 
-from orch_otel.datasets import Config, ContentMissing, build
+from orch_otel.datasets import Config, ContentMissing, Outcomes, build
 from orch_otel.tracefiles import read_lines
 
 ROLES = {"system", "user", "assistant", "tool"}
@@ -170,7 +171,7 @@ def test_chat_view_rows_are_trl_conversational(recorded, tmp_path):
     assert planner["messages"] == [
         {"role": "system", "content": "You are the planner."},
         {"role": "user", "content": "what is 6 times 7?"},
-        {"role": "assistant", "content": "planner on: what is 6 times 7?"},
+        {"role": "assistant", "content": "planner on: what is 6 times 7?", "trainable": True, "weight": 1},
     ]
     executor = next(r for r in rows if r["task_id"] == "calc-ok" and r["agent"] == "executor")
     (calculator,) = executor["tools"]  # as offered through llm_call(tools=...), not guessed from the call
@@ -223,11 +224,47 @@ def test_triplets_view(recorded, tmp_path):
 
 
 @pytest.mark.parametrize("view", ["chat", "triplets"])
-def test_content_views_fail_clearly_without_captured_content(recorded, tmp_path, view):
+def test_content_views_with_strict_fail_clearly_without_captured_content(recorded, tmp_path, view):
     base, _ = recorded
     with pytest.raises(ContentMissing, match="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"):
-        build([base / "refs_only"], tmp_path, Config(view=view))
+        build([base / "refs_only"], tmp_path, Config(view=view), strict=True)
     assert not (tmp_path / f"{view}.jsonl").exists()  # no half dataset left behind
+
+
+@pytest.mark.parametrize("view", ["chat", "triplets"])
+def test_content_views_skip_and_name_traces_without_captured_content(recorded, tmp_path, view):
+    """The content of one trace's LLM calls is lost (its lines removed from the
+    store): that trace gives no rows, the others are written as before, and the
+    summary counts and names the skipped trace."""
+    base, traces = recorded
+    damaged = tmp_path / "damaged"
+    shutil.copytree(base / "captured", damaged)
+    lost = traces["research-1"]
+    others = {e.get(k) for t in traces.values() if t is not lost for e in t["events"] for k in ("input_ref", "content_ref")}
+    unique = {e["input_ref"] for e in lost["events"] if e.get("channel") == "llm"} - others
+    assert unique
+    for store in (damaged / "content").glob("*.jsonl"):
+        kept = [line for line in store.read_text().splitlines() if json.loads(line)["ref"] not in unique]
+        store.write_text("".join(line + "\n" for line in kept))
+    whole = build([base / "captured"], tmp_path / "whole", Config(view=view))
+    summary = build([damaged], tmp_path / "out", Config(view=view))
+    assert (summary.traces_read, summary.traces_used, summary.traces_skipped) == (3, 2, 1)
+    assert summary.skipped_trace_ids == [lost["trace_id"]]
+    rows = _rows(tmp_path / "out" / f"{view}.jsonl")
+    trace_of = (lambda r: r["trace_id"]) if view == "chat" else (lambda r: r["metadata"]["trace_id"])
+    assert {trace_of(r) for r in rows} == {t["trace_id"] for t in traces.values()} - {lost["trace_id"]}
+    assert rows == [r for r in _rows(tmp_path / "whole" / f"{view}.jsonl") if trace_of(r) != lost["trace_id"]]
+    assert summary.rows_written == len(rows) < whole.rows_written
+    written = json.loads((tmp_path / "out" / f"{view}.summary.json").read_text())
+    assert written["skipped_trace_ids"] == [lost["trace_id"]]
+    # a skipped trace was read: an outcome row naming it matches a trace
+    outcomes = tmp_path / "outcomes.jsonl"
+    outcomes.write_text(json.dumps({"trace_id": lost["trace_id"], "success": 1}) + "\n")
+    with_outcomes = build([damaged], tmp_path / "outcomes", Config(view=view, outcomes=Outcomes.load(outcomes)))
+    assert with_outcomes.unknown_outcomes == [] and with_outcomes.traces_skipped == 1
+    with pytest.raises(ContentMissing, match=lost["trace_id"]):
+        build([damaged], tmp_path / "strict", Config(view=view), strict=True)
+    assert not (tmp_path / "strict" / f"{view}.jsonl").exists()
 
 
 def test_rewritten_traces_are_replayable_with_their_content(recorded, tmp_path):
@@ -282,3 +319,30 @@ def test_offered_tools_read_every_bound_form(tmp_path, recorded_form):
     assert offered_tools(store, "b2:tools") == [
         {"type": "function", "function": {"name": "add", "description": "Add.", "parameters": {"type": "object"}}}]
     assert offered_tools(store, "b2:absent") == [] and offered_tools(store, None) == []
+
+
+def test_raw_autogen_messages_of_older_recordings_read_as_tool_calls():
+    """Traces recorded before the AutoGen integration wrote chat messages hold
+    AutoGen's own dumps: a FunctionCall list and a FunctionExecutionResultMessage
+    must still read as OpenAI tool calls and one tool message per result."""
+    from orch_otel.datasets.messages import normalize_messages, normalize_output
+
+    calls = [{"id": "c1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+             {"id": "c2", "name": "lookup", "arguments": "{}"}]
+    prompt = [
+        {"type": "UserMessage", "content": "go", "source": "user"},
+        {"type": "AssistantMessage", "content": calls, "thought": None, "source": "a"},
+        {"type": "FunctionExecutionResultMessage", "content": [
+            {"content": "sunny", "name": "get_weather", "call_id": "c1", "is_error": False},
+            {"content": "found", "name": "lookup", "call_id": "c2", "is_error": False}]},
+    ]
+    openai_calls = [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                    {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]
+    assert normalize_messages(prompt) == [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": openai_calls},
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1", "name": "get_weather"},
+        {"role": "tool", "content": "found", "tool_call_id": "c2", "name": "lookup"},
+    ]
+    create_result = {"finish_reason": "function_calls", "content": calls, "usage": {}, "cached": False, "thought": None}
+    assert normalize_output(create_result) == {"role": "assistant", "content": "", "tool_calls": openai_calls}

@@ -24,7 +24,7 @@ CASES: list[Case] = fidelity_cases_langgraph.CASES + fidelity_cases_autogen.CASE
 
 
 def _case_id(case: Case) -> str:
-    return f"{case.framework}:{case.truth.app.split(':')[0]}"
+    return f"{case.framework}:{case.truth.app}"
 
 
 @pytest.fixture(scope="module", autouse=True)

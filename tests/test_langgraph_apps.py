@@ -54,8 +54,9 @@ def test_supervisor_hands_off_to_each_worker_and_back(captured):
                                          "research-llm", "research-llm", "supervisor-llm"]
     assert all(m["input_tokens"] > 0 and m["output_tokens"] > 0 for m in llm)
     assert trace["costs"]["tokens"] == sum(m["input_tokens"] + m["output_tokens"] for m in llm)
-    (stop,) = decisions_of(trace, "stop")
-    assert (stop["agent"], stop["reason"]) == ("supervision", "end")
+    # the supervisor's last turn answers with no handoff: its own stop, then the workflow's
+    stops = [(d["agent"], d["reason"], d["forced"]) for d in decisions_of(trace, "stop")]
+    assert stops == [("supervisor", "end", False), ("supervision", "end", False)]
     # 1 workflow + 5 agent invocations + 7 model calls + 4 tools: no node or router spans
     assert len(captured.spans) == 17
     error_spans = [s.name for s in captured.spans if s.status == "error"]
@@ -117,7 +118,8 @@ def test_three_levels_of_subgraphs(captured):
     (trace,) = captured.traces()
     check_trace(trace)
     spawns = [(s["agent"], s["to"]) for s in events_of(trace, "spawn")]
-    assert spawns == [("level1", "middle"), ("middle", "call_inner")]
+    # level 3's model-calling node is an agent the level-3 graph starts, as every agent a graph runs
+    assert spawns == [("level1", "middle"), ("middle", "call_inner"), ("call_inner", "leaf")]
     assert [(r["from"], r["to"]) for r in events_of(trace, "return")] == [
         ("leaf", "call_inner"), ("call_inner", "middle"), ("middle", "level1")]
     (llm,) = events_of(trace, "message", channel="llm")
@@ -139,8 +141,8 @@ def test_conditional_router_delegates_to_the_chosen_node(captured, route):
     (delegation,) = decisions_of(trace, "delegate")
     assert (delegation["agent"], delegation["to"]) == ("triage", route)
     assert agents_in_order(trace) == ["triage", route]
-    edge = {"src": delegation["id"], "dst": events_of(trace, "message", channel="llm", agent=route)[0]["id"],
-            "type": "causal"}
+    # the chosen node is spawned by the workflow right after the decision
+    edge = {"src": delegation["id"], "dst": events_of(trace, "spawn", to=route)[0]["id"], "type": "causal"}
     assert edge in trace["edges"]
 
 
@@ -216,8 +218,9 @@ async def test_demo_app(captured):
     assert tools == sorted([("supervisor", "transfer_to_research_team"), ("supervisor", "transfer_to_writer"),
                             ("worker", "search"), ("worker", "search"), ("worker", "search"),
                             ("writer", "format_report")])
-    (stop,) = decisions_of(trace, "stop")
-    assert (stop["agent"], stop["reason"]) == ("research_workflow", "end")
+    # the supervisor answers with no handoff ("the run ends"): its stop, then the workflow's
+    stops = [(d["agent"], d["reason"]) for d in decisions_of(trace, "stop")]
+    assert stops == [("supervisor", "end"), ("research_workflow", "end")]
     assert len(captured.spans) == 26
 
 

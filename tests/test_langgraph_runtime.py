@@ -43,7 +43,9 @@ def check_supervisor_trace(trace: dict, task_id: str | None = None) -> None:
         "supervisor", "math_expert", "supervisor", "research_expert", "supervisor"]
     assert [c["tool"] for c in events_of(trace, "tool_call")] == [
         "transfer_to_math_expert", "add", "transfer_to_research_expert", "lookup"]
-    assert [d["reason"] for d in decisions_of(trace, "stop")] == ["end"]
+    # the supervisor's last turn answers with no handoff: it stops, then the workflow ends
+    assert [(d["agent"], d["reason"]) for d in decisions_of(trace, "stop")] == [
+        ("supervisor", "end"), ("supervision", "end")]
 
 
 def spans_per_trace(captured) -> list[int]:

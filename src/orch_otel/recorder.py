@@ -43,6 +43,7 @@ _log = logging.getLogger(__name__)
 # Context keys: the run a span belongs to, and the name of the enclosing agent.
 _RUN_KEY = otel_context.create_key("orch_otel.run")
 _AGENT_KEY = otel_context.create_key("orch_otel.agent")
+STOP_SPAN = "orch.stop"  # carries a stop decided by an invocation whose span had ended (Recorder.stop_by)
 
 # Outcomes of a span that ended by an exception or on purpose.
 OK, ERROR, CANCELLED, INTERRUPTED, HANDOFF = "ok", "error", "cancelled", "interrupted", "handoff"
@@ -381,6 +382,27 @@ class Recorder:
             run = otel_context.get_value(_RUN_KEY)
             if isinstance(run, _Run):
                 run.stopped = True
+
+    def stop_by(self, agent: Invocation, reason: str, *, forced: bool = False, source: str | None = None,
+                content: Any = None) -> None:
+        """Record a stop decided by ``agent``'s invocation, whose span may have
+        ended already (a condition checked after the agent's turn, such as an
+        AutoGen termination condition firing on its message). An ended span gets
+        a zero-length ``orch.stop`` child span carrying the decision, so the stop
+        still belongs to that invocation. The run is not marked stopped: the
+        workflow records its own stop."""
+        if agent.context is None:
+            return
+        reason = str(reason).strip() or StopReason.END.value
+        if agent.span.is_recording():
+            self._decision_event(agent.span, DecisionKind.STOP, reason=reason, source=source, content=content,
+                                 forced=forced)
+            return
+        if not agent.span.get_span_context().is_valid:
+            return
+        span = self.tracer.start_span(STOP_SPAN, agent.context, SpanKind.INTERNAL)
+        self._decision_event(span, DecisionKind.STOP, reason=reason, source=source, content=content, forced=forced)
+        span.end()
 
     def message(self, content: Any = None, *, recipients: str | Iterable[str], sender: str | None = None,
                 message_type: str | None = None, span: Span | None = None) -> None:

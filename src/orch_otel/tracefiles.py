@@ -15,11 +15,70 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 TRACE_GLOB = "*.jsonl"
+
+
+class LineFile:
+    """An append-only file of whole lines. A write that fails part way (a full
+    disk, a file size limit) is cut back off, so the file never holds half a
+    line; if even that fails, the next write cuts the tail back first."""
+
+    def __init__(self, path: Path, *, append: bool) -> None:
+        self.path = path
+        self._append = append
+        self._fd: int | None = None
+        self._good = 0  # size of the file's whole-line prefix
+        self._torn = False
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` (whole lines) completely, or raise and leave the file as it was."""
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_RDWR | os.O_CREAT | (os.O_APPEND if self._append else os.O_TRUNC)
+            self._fd = os.open(self.path, flags, 0o644)
+            self._good = os.fstat(self._fd).st_size
+            self._torn = self._good > 0 and not _ends_with_newline(self._fd, self._good)
+        if self._torn:  # a tail left by an earlier failed write (or a crash mid-line): drop it
+            self._good = _last_line_end(self._fd, self._good)
+            os.ftruncate(self._fd, self._good)
+            self._torn = False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except BaseException:
+            try:
+                os.ftruncate(self._fd, self._good)
+            except OSError:
+                self._torn = True
+            raise
+        self._good += len(data)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _ends_with_newline(fd: int, size: int) -> bool:
+    return os.pread(fd, 1, size - 1) == b"\n"
+
+
+def _last_line_end(fd: int, size: int) -> int:
+    """Offset just past the last newline before ``size`` (0 if none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        chunk = os.pread(fd, end - start, start)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
 
 
 class ContentStore:
@@ -28,37 +87,28 @@ class ContentStore:
 
     def __init__(self, path: Path, *, append: bool, limit: int = 100_000) -> None:
         self.path = path
-        self._mode = "ab" if append else "wb"
-        self._file: IO[bytes] | None = None
+        self._file = LineFile(path, append=append)
         self._written: OrderedDict[str, None] = OrderedDict()
         self._limit = limit
 
     def add(self, contents: dict[str, str]) -> bool:
-        """Write the contents whose ref is new; True when anything was written."""
-        lines = []
-        for ref, text in contents.items():
-            if ref in self._written:
-                continue
-            self._written[ref] = None
-            if len(self._written) > self._limit:
-                self._written.popitem(last=False)
-            lines.append(orjson.dumps({"ref": ref, "text": text}) + b"\n")
-        if not lines:
+        """Write the contents whose ref is new; True when anything was written.
+        Refs count as written only once their lines are on disk."""
+        new = {ref: text for ref, text in contents.items() if ref not in self._written}
+        if not new:
             return False
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, self._mode)
-        self._file.write(b"".join(lines))
+        self._file.write(b"".join(orjson.dumps({"ref": ref, "text": text}) + b"\n" for ref, text in new.items()))
+        for ref in new:
+            self._written[ref] = None
+        while len(self._written) > self._limit:
+            self._written.popitem(last=False)
         return True
 
     def flush(self) -> None:
-        if self._file is not None:
-            self._file.flush()
+        """Nothing to do: every add() reaches the file whole (kept for callers)."""
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._file.close()
 
 
 class TraceWriter:
@@ -73,25 +123,21 @@ class TraceWriter:
         stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         self.trace_path = self.directory / f"traces-{stem}.jsonl"
         self.content_path = self.directory / "content" / f"content-{stem}.jsonl"
-        self._traces: IO[bytes] | None = None
+        self._traces = LineFile(self.trace_path, append=True)
         self._contents = ContentStore(self.content_path, append=True, limit=max_remembered_refs)
         self._lock = threading.Lock()
 
     def write(self, trace: dict[str, Any], contents: dict[str, str] | None = None) -> None:
+        """Write the trace's contents, then the trace: a trace line is on disk
+        only when every ref it names resolves."""
         with self._lock:
-            if contents and self._contents.add(contents):
-                self._contents.flush()
-            if self._traces is None:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                self._traces = open(self.trace_path, "ab")
+            if contents:
+                self._contents.add(contents)
             self._traces.write(orjson.dumps(trace) + b"\n")
-            self._traces.flush()
 
     def close(self) -> None:
         with self._lock:
-            if self._traces is not None:
-                self._traces.close()
-                self._traces = None
+            self._traces.close()
             self._contents.close()
 
 

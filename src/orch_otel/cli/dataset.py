@@ -2,8 +2,8 @@
 
 Exit codes (docs/cli.md): 0 written; 1 written but some lines were rejected,
 or nothing written because the data cannot make the view (every line
-rejected, content missing, outcome rows matching no trace); 2 usage error or
-no input. Whenever nothing is written, the previous outputs stay as they were.
+rejected, content missing with ``--strict``, outcome rows matching no
+trace); 2 usage error or no input. Whenever nothing is written, the previous outputs stay as they were.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "dataset",
         help="write a training dataset (decisions, turns, chat, triplets or traces) from trace files",
         description="Turn replayable traces into a training dataset. Outputs are replaced only when the run "
-        "succeeds. Exit codes: 0 ok, 1 some lines rejected (or nothing usable: every line rejected, content "
-        "missing, unknown outcome rows), 2 usage error or no input. Guide: docs/datasets.md in the source "
+        "succeeds. Exit codes: 0 ok, 1 some lines rejected (or nothing written: every line rejected, content "
+        "missing with --strict, unknown outcome rows), 2 usage error or no input. Guide: docs/datasets.md in the source "
         "repository.",
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="trace files (*.jsonl) or directories of them")
@@ -50,6 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="USD per million input:output tokens of MODEL, for the cost_usd metric (repeatable)")
     p.add_argument("--validate", action="store_true",
                    help="also check each trace against the full schema and contract (slower)")
+    p.add_argument("--strict", action="store_true",
+                   help="chat / triplets: fail on a trace without captured content (default: skip and count it)")
 
 
 def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
@@ -101,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             summary = build(args.inputs, args.output, config, fmt=args.format, engine=args.engine,
-                            allow_unknown_outcomes=args.allow_unknown_outcomes, progress=advance)
+                            allow_unknown_outcomes=args.allow_unknown_outcomes, strict=args.strict,
+                            progress=advance)
         except (ContentMissing, OutcomeError, RuntimeError, OSError, ValueError) as exc:
             # the data cannot make this view: 1; a usage error, no input (NoTraces), an unknown --reward name: 2
             code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected)) else EXIT_USAGE
@@ -112,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("traces read", str(summary.traces_read))
     table.add_row(f"rows written ({summary.view})", str(summary.rows_written))
     table.add_row("rejected lines", str(summary.rejects) + (f" -> {summary.rejects_path}" if summary.rejects else ""))
+    if summary.traces_skipped:
+        ids = summary.skipped_trace_ids
+        table.add_row("traces skipped (no captured content)",
+                      f"{summary.traces_skipped}: " + ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else ""))
     if summary.unknown_outcomes:
         table.add_row("outcome rows matching no trace", str(len(summary.unknown_outcomes)))
     table.add_row("output", f"{summary.output} ({summary.format}, engine {summary.engine})")

@@ -46,14 +46,16 @@ class Summary:
     rejects: int = 0
     rejects_path: str | None = None
     unknown_outcomes: list[str] = field(default_factory=list)
+    traces_skipped: int = 0  # chat / triplets: traces whose LLM calls have no captured content
+    skipped_trace_ids: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str, Any]:
-    """One trace line -> its rows, or a reject saying why not. ``ContentMissing``
-    propagates: a view that needs content stops the whole run."""
+    """One trace line -> its rows, a reject saying why not, or (``missing_content``)
+    the reason a view that needs captured content cannot use this trace."""
     base = {"where": line.where, "size": len(line.raw) + 1}
     try:
         trace = parse_trace(line, validate=config.validate)
@@ -62,8 +64,8 @@ def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str
     try:
         prepared = prepare(trace, config)
         rows = BUILDERS[config.view](prepared, config, store)
-    except ContentMissing:
-        raise
+    except ContentMissing as exc:
+        return {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "missing_content": str(exc)}
     except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
         return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
                 "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
@@ -104,17 +106,22 @@ def build(
     fmt: str = "jsonl",
     engine: str = "local",
     allow_unknown_outcomes: bool = False,
+    strict: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> Summary:
     """Write one view of the traces in ``inputs`` to ``outdir``.
 
+    A trace whose LLM calls lack captured content gives no chat / triplets
+    rows: it is skipped and counted (``Summary.traces_skipped``,
+    ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``.
+
     Raises ``NoTraces`` (no trace line in the inputs), ``AllRejected`` (every
     line rejected), ``RewardSpecError`` (a ``--reward`` term that names no
-    reward or metric), ``ContentMissing`` (chat/triplets without captured
-    content) and ``OutcomeError`` (outcome rows that match no trace). Every
-    output (dataset, rejects, content copy, summary) is written under a
-    hidden partial name and moved into place only on success, so on any of
-    these errors the previous outputs in ``outdir`` stay as they were.
+    reward or metric), ``ContentMissing`` (``strict``) and ``OutcomeError``
+    (outcome rows that match no trace). Every output (dataset, rejects,
+    content copy, summary) is written under a hidden partial name and moved
+    into place only on success, so on any of these errors the previous
+    outputs in ``outdir`` stay as they were.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -149,6 +156,15 @@ def build(
             if "reject" in result:
                 summary.traces_read += bool(result.get("is_trace"))
                 rejects.add(result["where"], result["reject"], result["line"].encode())
+            elif "missing_content" in result:
+                summary.traces_read += 1
+                if strict:
+                    raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
+                summary.traces_skipped += 1
+                summary.skipped_trace_ids.append(result["trace_id"])
+                if config.outcomes is not None:  # read, so its outcome rows match a trace
+                    trace_ids.add(result["trace_id"])
+                    task_ids.add(result["task_id"])
             else:
                 summary.traces_read += 1
                 summary.traces_used += 1
@@ -161,7 +177,7 @@ def build(
                     contents.add(result["contents"])
             if progress is not None:
                 progress(result)
-        if not summary.traces_used:
+        if not summary.traces_used and not summary.traces_skipped:
             if not rejects.count:
                 raise NoTraces(f"no trace found in {', '.join(inputs)} (trace files are *.jsonl, one trace per line, "
                                "as written by orch_otel.instrument() or `orch-otel convert`)")

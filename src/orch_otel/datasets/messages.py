@@ -96,6 +96,11 @@ def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     return calls
 
 
+def _is_function_calls(content: Any) -> bool:
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(c, dict) and "name" in c and "arguments" in c and "type" not in c for c in content)
+
+
 def normalize_message(message: Any, default_role: str = "user") -> dict[str, Any]:
     if not isinstance(message, dict):
         return {"role": default_role, "content": text_of(message)}
@@ -103,13 +108,19 @@ def normalize_message(message: Any, default_role: str = "user") -> dict[str, Any
     content = message.get("content")
     if content is None and isinstance(message.get("parts"), list):
         content = message["parts"]
-    out: dict[str, Any] = {"role": role, "content": text_of(content)}
     calls = _tool_calls(message)
+    if _is_function_calls(content):  # a raw AutoGen AssistantMessage / CreateResult (older recordings)
+        calls += _tool_calls({"tool_calls": content})
+        content = message.get("thought")
+    out: dict[str, Any] = {"role": role, "content": text_of(content)}
     if calls and role == "assistant":
         out["tool_calls"] = calls
     call_id = message.get("tool_call_id") or message.get("call_id")
     if role == "tool" and call_id:
         out["tool_call_id"] = str(call_id)
+    name = message.get("name")
+    if isinstance(name, str) and name and role != "system":
+        out["name"] = name  # who said it (AutoGen's source); read by as_seen_by
     return out
 
 
@@ -121,7 +132,18 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
         value = value["messages"]
     if not isinstance(value, list):
         value = [value]
-    return [normalize_message(m, default_role) for m in value]
+    out = []
+    for m in value:
+        if isinstance(m, dict) and m.get("type") == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
+            out.extend(_autogen_results(m["content"]))  # recorded raw by orch-otel before 0.x: one message per result
+        else:
+            out.append(normalize_message(m, default_role))
+    return out
+
+
+def _autogen_results(results: list[Any]) -> list[dict[str, Any]]:
+    return [{"role": "tool", "content": text_of(r.get("content")), "tool_call_id": str(r.get("call_id") or ""),
+             "name": str(r.get("name") or "")} for r in results if isinstance(r, dict)]
 
 
 def normalize_output(value: Any) -> dict[str, Any]:
@@ -148,3 +170,58 @@ def extend_conversation(conversation: list[dict[str, Any]], incoming: list[dict[
     while k < len(conversation) and k < len(incoming) and _same(conversation[k], incoming[k]):
         k += 1
     conversation.extend(incoming[k:])
+
+
+def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies an assistant turn across prompts: its text and its tool
+    calls (id and name)."""
+    calls = tuple((c["id"], c["function"]["name"]) for c in message.get("tool_calls") or ())
+    return (message["content"], calls)
+
+
+def _as_input(message: dict[str, Any], speaker: str | None, call_names: dict[str, str]) -> dict[str, Any]:
+    """Another speaker's turn (or its tool result) as a user message: what the
+    model read, with no tool call of its own."""
+    if message["role"] == "tool":
+        name = call_names.get(message.get("tool_call_id", "")) or message.get("name") or "tool"
+        text = f"[tool result {name}] {message['content']}"
+    else:
+        lines = [message["content"]] if message["content"] else []
+        lines += [f"[tool call {c['function']['name']}] {c['function']['arguments']}" for c in message.get("tool_calls") or ()]
+        text = "\n".join(lines)
+    out: dict[str, Any] = {"role": "user", "content": text}
+    if speaker:
+        out["name"] = speaker
+    return out
+
+
+def as_seen_by(messages: list[dict[str, Any]], agent: str,
+               producers: dict[tuple[Any, ...], list[str]]) -> list[dict[str, Any]]:
+    """A prompt from ``agent``'s side: an assistant message stays one only if
+    ``agent``'s model produced it (its fingerprint is among ``agent``'s
+    recorded outputs, or the recording names ``agent`` as its source). Any
+    other assistant message (another agent's turn, or one the framework wrote)
+    becomes a user message naming its speaker, its tool calls as text; a tool
+    result that answers a call not kept here becomes a user message too."""
+    kept: set[str] = set()
+    call_names: dict[str, str] = {}
+    out = []
+    for m in messages:
+        role = m["role"]
+        if role == "assistant":
+            calls = m.get("tool_calls") or ()
+            call_names.update((c["id"], c["function"]["name"]) for c in calls)
+            speakers = producers.get(fingerprint(m), [])
+            if agent in speakers or m.get("name") == agent:
+                kept.update(c["id"] for c in calls)
+                out.append({k: v for k, v in m.items() if k != "name"})
+            else:
+                out.append(_as_input(m, m.get("name") or (speakers[0] if speakers else None), call_names))
+        elif role == "tool":
+            if "tool_call_id" in m and m["tool_call_id"] not in kept:
+                out.append(_as_input(m, None, call_names))
+            else:  # answers a call kept here (or names none: nothing to tell)
+                out.append({k: v for k, v in m.items() if k != "name"})
+        else:
+            out.append(m)
+    return out

@@ -22,7 +22,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     ],
     "decisions": _BASE + [
         ("event_id", "str"), ("decision", "str"), ("agent", "str"), ("role", "str"), ("t", "float"),
-        ("implied", "bool"), ("status", "str"), ("action", "action"), ("options", "strs"),
+        ("implied", "bool"), ("status", "str"), ("action", "action"), ("forced", "bool"), ("options", "strs"),
         ("content_ref", "str"), ("content", "json"), ("context", "json"),
         ("reward", "float"), ("rewards", "json"), ("credit_unit", "str"),
     ],
@@ -72,8 +72,9 @@ def arrow_schema(cols: list[tuple[str, str]]):
             ("sources", pa.list_(pa.string())), ("message_type", pa.string()),
         ]),
         "messages": pa.list_(pa.struct([
-            ("role", pa.string()), ("content", pa.string()),
+            ("role", pa.string()), ("content", pa.string()), ("name", pa.string()),
             ("tool_calls", pa.list_(tool_call)), ("tool_call_id", pa.string()),
+            ("trainable", pa.bool_()), ("weight", pa.int64()),
         ])),
     }
     return pa.schema([(name, kinds[kind]) for name, kind in cols])

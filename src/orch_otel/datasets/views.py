@@ -4,8 +4,14 @@
 - ``decisions``: one row per orchestration sub-decision (spawn, delegate,
   communicate, aggregate, stop), with what the decider saw (``context``).
 - ``turns``: one row per agent LLM call, with the tool calls that followed.
-- ``chat``: one conversation per agent episode (TRL / verl ``messages``).
+- ``chat``: one conversation per agent episode (TRL / verl ``messages``),
+  from that agent's side (other agents' turns are input), its own replies
+  marked ``trainable``.
 - ``triplets``: agent-lightning ``{prompt, response, reward, metadata}``.
+
+``chat`` and ``triplets`` need captured content: a trace without it raises
+``ContentMissing``, which the engine turns into a skipped trace (or a failed
+run when strict).
 """
 
 from __future__ import annotations
@@ -14,9 +20,9 @@ from collections import defaultdict
 from typing import Any
 
 from ..content import function_tool
-from ..vocabulary import Channel, DecisionKind, EventKind
+from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind
 from .analysis import Config, Prepared, Turn, find_turns
-from .messages import extend_conversation, normalize_messages, normalize_output
+from .messages import as_seen_by, extend_conversation, fingerprint, normalize_messages, normalize_output
 from .reader import ContentStore
 
 CAPTURE_HINT = (
@@ -83,6 +89,8 @@ def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict
                 "implied": bool(e.get("implied", False)),
                 "status": e.get("status"),
                 "action": _action(e),
+                "forced": bool(e.get("forced")) or e.get("reason") in FORCED_STOP_REASONS
+                if decision == DecisionKind.STOP.value else None,
                 "options": e.get("options"),
                 "content_ref": e.get("content_ref"),
                 "content": store.value(e.get("content_ref")),
@@ -135,13 +143,26 @@ def _turn_content(p: Prepared, e: dict[str, Any], store: ContentStore, view: str
     return messages, output
 
 
+def _contents(p: Prepared, turns: list[Turn], store: ContentStore, view: str, need: bool):
+    """Each turn's (prompt, output), the prompt as its agent's side of the
+    conversation (:func:`~.messages.as_seen_by`): another agent's turns in it
+    are input, never this agent's own."""
+    raw = [_turn_content(p, p.events[t.index], store, view, need) for t in turns]
+    producers: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for turn, (_, output) in zip(turns, raw):
+        if output is not None:
+            producers[fingerprint(output)].append(turn.episode[0])
+    return [(as_seen_by(messages, t.episode[0], producers) if messages is not None else None, output)
+            for t, (messages, output) in zip(turns, raw)]
+
+
 def turn_rows(p: Prepared, config: Config, store: ContentStore, turns: list[Turn] | None = None,
               need_content: bool = False) -> list[dict[str, Any]]:
     rows = []
     base = p.base
-    for turn in turns if turns is not None else find_turns(p.events):
+    turns = turns if turns is not None else find_turns(p.events)
+    for turn, (messages, output) in zip(turns, _contents(p, turns, store, config.view, need_content)):
         e = p.events[turn.index]
-        messages, output = _turn_content(p, e, store, config.view, need_content)
         last = max([turn.index, *turn.tool_calls])
         credit = p.credit.unit(e["agent"], 1 + len(turn.tool_calls), last)
         rows.append({
@@ -203,6 +224,16 @@ def offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
     return out
 
 
+TRAINABLE = {"trainable": True, "weight": 1}  # verl / prime-rl read trainable; OpenAI fine-tuning reads weight
+CONTEXT = {"trainable": False, "weight": 0}
+
+
+def _context(message: dict[str, Any]) -> dict[str, Any]:
+    """A prompt message: an assistant one (this agent's own earlier output, from
+    an earlier episode) is context here, trained in the row that produced it."""
+    return {**message, **CONTEXT} if message["role"] == "assistant" else message
+
+
 def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
     turns = find_turns(p.events)
     turn_data = turn_rows(p, config, store, turns, need_content=True)
@@ -219,8 +250,8 @@ def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str
             for tool in offered_tools(store, p.events[turn.index].get("tools_ref")):
                 tools[tool["function"]["name"]] = tool
                 inferred.discard(tool["function"]["name"])
-            extend_conversation(conversation, row["input_messages"] or [])
-            reply: dict[str, Any] = {"role": "assistant", "content": row["output"] or ""}
+            extend_conversation(conversation, [_context(m) for m in row["input_messages"] or []])
+            reply: dict[str, Any] = {"role": "assistant", "content": row["output"] or "", **TRAINABLE}
             if row["output_tool_calls"]:
                 reply["tool_calls"] = row["output_tool_calls"]
                 for call in row["output_tool_calls"]:

@@ -16,7 +16,9 @@ Records every ``team.run()`` / ``team.run_stream()`` as exactly one trace:
 - GraphFlow fan-out (fan-out index and size) and fan-in (aggregate), and the
   SocietyOfMind summary (aggregate of the inner team),
 - the stop decision with its reason: the termination condition's
-  ``stop_reason`` text (max turns included), ``cancelled`` or ``error``.
+  ``stop_reason`` text (max turns included), ``cancelled`` or ``error``,
+  forced (a limit) or voluntary; a voluntary stop fired by an agent's message
+  is also that agent's own stop decision.
 
 AutoGen's own spans are suppressed while instrumented (see
 ``docs/autogen.md``); ``instrument(runtime_spans=True)`` keeps its runtime
@@ -79,12 +81,14 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         from autogen_agentchat.teams._group_chat._magentic_one._magentic_one_orchestrator import (
             MagenticOneOrchestrator,
         )
+        from autogen_agentchat.teams._group_chat._round_robin_group_chat import RoundRobinGroupChatManager
         from autogen_agentchat.teams._group_chat._selector_group_chat import SelectorGroupChatManager
+        from autogen_agentchat.teams._group_chat._swarm_group_chat import SwarmGroupChatManager
         from autogen_core._telemetry._tracing import TraceHelper
         from autogen_core.models import ChatCompletionClient, CreateResult
         from autogen_core.tools import BaseStreamTool, BaseTool
 
-        from . import _agents, _builtin, _managers, _runs
+        from . import _agents, _builtin, _managers, _runs, _stops
         from ._clients import ClientPatcher
 
         try:  # the offline client used in tests and examples: patch it up front
@@ -105,15 +109,26 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
         # Managers: delegation, messages, aggregation, stop.
         responses = _managers.agent_response(recorder, HandoffMessage, GroupChatAgentResponse, BaseChatMessage)
-        patches.wrap(BaseGroupChatManager, "_log_speaker_selection", _managers.selection(recorder, GraphFlowManager))
+        no_choice = (RoundRobinGroupChatManager, SwarmGroupChatManager)  # the order / the handoff decides
+        patches.wrap(BaseGroupChatManager, "_log_speaker_selection",
+                     _managers.selection(recorder, GraphFlowManager, no_choice))
         patches.wrap(SelectorGroupChatManager, "_select_speaker", _managers.selector_candidates())
-        patches.wrap(BaseGroupChatManager, "_signal_termination", _managers.termination())
+        patches.wrap(SelectorGroupChatManager, "select_speaker", _managers.selector_choice())
+        patches.wrap(BaseGroupChatManager, "_signal_termination",
+                     _managers.termination(recorder, GraphFlowManager, MagenticOneOrchestrator))
         patches.wrap(BaseGroupChatManager, "_signal_termination_with_error", _managers.termination_with_error())
         for manager in (BaseGroupChatManager, MagenticOneOrchestrator):
             patches.wrap(manager, "handle_start", _managers.in_run_context())
             patches.wrap(manager, "handle_agent_response", responses)
         patches.wrap(MagenticOneOrchestrator, "publish_message",
                      _managers.magentic_one_publish(recorder, GroupChatRequestPublish, GroupChatAgentResponse))
+        patches.wrap(MagenticOneOrchestrator, "_orchestrate_step", _managers.magentic_one_step())
+        patches.wrap(MagenticOneOrchestrator, "_prepare_final_answer", _managers.magentic_one_final_answer())
+
+        # Termination conditions: which one fired, on whose message.
+        for condition in _stops.CONDITION_CLASSES:
+            if "__call__" in vars(condition):
+                patches.wrap(condition, "__call__", _stops.condition_call())
 
         # Agents: tools, handoffs, SocietyOfMind summaries, model calls.
         patches.wrap(BaseTool, "run_json", _agents.run_json(recorder))

@@ -65,7 +65,7 @@ def _in_run() -> bool:
 def _start(recorder: Recorder, client: Any, args: Any, kwargs: Any):
     messages = tools = None
     if recorder.content.capture:
-        messages = arg(args, kwargs, 0, "messages")
+        messages = messages_view(arg(args, kwargs, 0, "messages"))
         tools = _tool_definitions(kwargs.get("tools"))
     inv = recorder.llm(model_name(client), provider=provider_name(client), input_messages=messages,
                        tool_definitions=tools)
@@ -86,11 +86,73 @@ def _tool_definitions(tools: Any) -> list[dict[str, Any]] | None:
     return out or None
 
 
+def _calls_view(calls: list[Any]) -> list[dict[str, Any]]:
+    # arguments stay the JSON text the model wrote
+    return [{"id": getattr(c, "id", None), "name": getattr(c, "name", None), "arguments": getattr(c, "arguments", None)}
+            for c in calls]
+
+
+def _content_view(content: Any) -> Any:
+    if isinstance(content, list):  # a user message's text and images
+        return [part if isinstance(part, str) else {"type": "image"} for part in content]
+    return content
+
+
+def _message_view(message: Any) -> list[dict[str, Any]]:
+    """One AutoGen ``LLMMessage`` as chat messages in the form the LangGraph
+    integration records (``{role, content[, name][, tool_calls][, tool_call_id]}``):
+    an ``AssistantMessage`` of ``FunctionCall``s gets ``tool_calls``, and a
+    ``FunctionExecutionResultMessage`` becomes one ``tool`` message per result,
+    each with the ``tool_call_id`` it answers."""
+    kind = getattr(message, "type", None)
+    if kind == "FunctionExecutionResultMessage":
+        return [{"role": "tool", "content": r.content, "tool_call_id": r.call_id, "name": r.name}
+                for r in message.content]
+    if kind == "AssistantMessage":
+        view: dict[str, Any] = {"role": "assistant", "name": message.source}
+        if isinstance(message.content, list):
+            view["content"] = message.thought or ""
+            view["tool_calls"] = _calls_view(message.content)
+        else:
+            view["content"] = message.content
+        return [view]
+    if kind == "UserMessage":
+        return [{"role": "user", "content": _content_view(message.content), "name": message.source}]
+    if kind == "SystemMessage":
+        return [{"role": "system", "content": message.content}]
+    return [message]  # an unknown message type: recorded as it is
+
+
+def messages_view(messages: Any) -> Any:
+    """The prompt of a ``create`` call as chat messages (see :func:`_message_view`)."""
+    if not isinstance(messages, (list, tuple)):
+        return messages
+    out: list[Any] = []
+    for message in messages:
+        try:
+            out.extend(_message_view(message))
+        except Exception:  # a message of an unexpected shape: recorded as it is
+            telemetry_failed("model message view")
+            out.append(message)
+    return out
+
+
+def output_view(result: Any) -> Any:
+    """A ``CreateResult`` as one assistant message: text, or ``tool_calls`` for a
+    list of ``FunctionCall``s (its ``thought``, if any, as the text)."""
+    content = getattr(result, "content", None)
+    if content is None:
+        return None
+    if isinstance(content, list):
+        return {"role": "assistant", "content": getattr(result, "thought", None) or "", "tool_calls": _calls_view(content)}
+    return {"role": "assistant", "content": content}
+
+
 def _respond(inv: Any, result: Any) -> None:
     try:
         usage = getattr(result, "usage", None)
         inv.set_response(
-            getattr(result, "content", None),
+            output_view(result),
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),
         )

@@ -1,13 +1,16 @@
 """The team's side: group chat managers choose speakers (delegation), relay
 responses (messages), join parallel speakers (aggregation) and terminate
-(stop). Everything is recorded on the run span, whose actor is the team.
+(stop). Everything is recorded on the run span, whose actor is the team,
+except an agent's own stop (on its turn, see ``_stops``).
 
 Hooks: ``BaseGroupChatManager._log_speaker_selection`` (every manager but
-MagenticOne), ``SelectorGroupChatManager._select_speaker`` (the filtered
-candidate list), ``handle_start`` / ``handle_agent_response`` (context and
-messages), ``_signal_termination(_with_error)`` (stop reason), and
+MagenticOne), ``SelectorGroupChatManager._select_speaker`` /
+``select_speaker`` (the candidate list), ``handle_start`` /
+``handle_agent_response`` (context and messages),
+``_signal_termination(_with_error)`` (stop reason, forced or voluntary), and
 ``MagenticOneOrchestrator.publish_message`` (its speaker requests and
-instructions).
+instructions), ``_orchestrate_step`` / ``_prepare_final_answer`` (its own
+stop: round limit or answer).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...recorder import Recorder
+from . import _stops
 from ._state import RunState, arg, attached, state_of, telemetry_failed
 
 
@@ -30,10 +34,16 @@ def _others(state: RunState, manager: Any, sender: str) -> list[str]:
     return [p for p in manager._participant_names if p != sender] or [state.actor]
 
 
-def selection(recorder: Recorder, graph_manager_type: type | None) -> Callable[..., Any]:
+def selection(recorder: Recorder, graph_manager_type: type | None,
+              no_choice_types: tuple[type, ...] = ()) -> Callable[..., Any]:
     """``_log_speaker_selection(speaker_names)``: a delegate decision naming the
     chosen speaker(s) and the candidates; a parallel choice marks each turn with
-    its fan-out index; a GraphFlow node with several parents is a fan-in."""
+    its fan-out index; a GraphFlow node with several parents is a fan-in.
+
+    Candidates (docs/autogen.md#delegations-and-their-candidates): the
+    selector's own list; the one speaker a round robin's order or a swarm's
+    handoff leaves (no choice); a GraphFlow's start nodes, then the targets of
+    the last speakers' outgoing edges; every participant for any other manager."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = state_of(instance)
@@ -45,9 +55,18 @@ def selection(recorder: Recorder, graph_manager_type: type | None) -> Callable[.
         return await wrapped(*args, **kwargs)
 
     def record(state: RunState, instance: Any, names: list[str]) -> None:
-        options = state.options if state.options is not None else instance._participant_names
+        is_graph = graph_manager_type is not None and isinstance(instance, graph_manager_type)
+        if state.options is not None:
+            options = state.options
+        elif isinstance(instance, no_choice_types):
+            options = names
+        elif is_graph:
+            options = _graph_options(state, instance)
+        else:
+            options = instance._participant_names
         state.options = None
-        if graph_manager_type is not None and isinstance(instance, graph_manager_type):
+        state.last_speakers = names
+        if is_graph:
             _fan_in(recorder, state, instance, names)
         if len(names) > 1:
             size = len(names)
@@ -58,6 +77,19 @@ def selection(recorder: Recorder, graph_manager_type: type | None) -> Callable[.
                               options=options, span=state.span)
 
     return wrapper
+
+
+def _graph_options(state: RunState, manager: Any) -> list[str]:
+    """A GraphFlow's candidates: its start nodes first, then every target of an
+    outgoing edge of the nodes that just ran (edge conditions pick among them)."""
+    if state.last_speakers is None:
+        start = manager._graph.get_start_nodes()  # a set: keep the graph's node order
+        return [node for node in manager._graph.nodes if node in start]
+    targets: dict[str, None] = {}
+    for speaker in state.last_speakers:
+        for edge in manager._edges.get(speaker, ()):
+            targets.setdefault(edge.target, None)
+    return list(targets)
 
 
 def _fan_in(recorder: Recorder, state: RunState, manager: Any, names: list[str]) -> None:
@@ -73,13 +105,39 @@ def _fan_in(recorder: Recorder, state: RunState, manager: Any, names: list[str])
 
 
 def selector_candidates() -> Callable[..., Any]:
-    """``SelectorGroupChatManager._select_speaker(roles, participants, max_attempts)``."""
+    """``SelectorGroupChatManager._select_speaker(roles, participants, max_attempts)``:
+    the candidates the selector's model chooses among."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = state_of(instance)
         if state is not None:
             state.options = list(arg(args, kwargs, 1, "participants") or ())
         return await wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def selector_choice() -> Callable[..., Any]:
+    """``SelectorGroupChatManager.select_speaker``: when the model was not asked,
+    either one candidate was left (after ``candidate_func`` or the no-repeat
+    rule: the options are that one) or ``selector_func`` chose (among all
+    participants). Only the candidate path updates ``_previous_speaker``."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        state = state_of(instance)
+        if state is None:
+            return await wrapped(*args, **kwargs)
+        state.options = None
+        before = getattr(instance, "_previous_speaker", None)
+        speakers = await wrapped(*args, **kwargs)
+        if state.options is None:
+            try:
+                chosen = speakers if isinstance(speakers, str) else speakers[0]
+                by_func = instance._selector_func is not None and instance._previous_speaker == before
+                state.options = list(instance._participant_names) if by_func else [chosen]
+            except Exception:
+                telemetry_failed("selector choice")
+        return speakers
 
     return wrapper
 
@@ -137,16 +195,26 @@ def agent_response(recorder: Recorder, handoff_type: type, agent_response_type: 
     return wrapper
 
 
-def termination() -> Callable[..., Any]:
-    """``_signal_termination(StopMessage)``: the stop reason text and the condition."""
+def termination(recorder: Recorder, graph_manager_type: type, magentic_type: type) -> Callable[..., Any]:
+    """``_signal_termination(StopMessage)``: the stop reason text, the condition,
+    forced or voluntary, and the stop of the agent whose message fired it."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = state_of(instance)
         message = arg(args, kwargs, 0, "message")
         if state is not None and state.stop is None and message is not None:
-            state.stop = str(getattr(message, "content", "") or "") or None
-            state.stop_source = getattr(message, "source", None)
+            try:
+                record(state, instance, message)
+            except Exception:
+                telemetry_failed("termination")
         return await wrapped(*args, **kwargs)
+
+    def record(state: RunState, manager: Any, message: Any) -> None:
+        state.stop = str(getattr(message, "content", "") or "") or None
+        state.stop_source = getattr(message, "source", None)
+        state.stop_forced, firing = _stops.decide(state, manager, message, graph_manager_type, magentic_type)
+        if firing is not None:
+            recorder.stop_by(firing.turn, firing.text, source=firing.source)
 
     return wrapper
 
@@ -188,5 +256,34 @@ def magentic_one_publish(recorder: Recorder, request_type: type, agent_response_
             chat = message.response.chat_message
             recorder.message(_message_content(chat), recipients=list(instance._participant_names),
                              sender=state.actor, message_type=type(chat).__name__, span=state.span)
+
+    return wrapper
+
+
+def magentic_one_step() -> Callable[..., Any]:
+    """``MagenticOneOrchestrator._orchestrate_step``: whether it starts past the
+    orchestrator's round limit (then its final answer is a forced stop)."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        state = state_of(instance)
+        if state is not None:
+            try:
+                limit = instance._max_turns
+                state.round_limit = limit is not None and instance._n_rounds > limit
+            except Exception:
+                telemetry_failed("MagenticOne step")
+        return await wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def magentic_one_final_answer() -> Callable[..., Any]:
+    """``MagenticOneOrchestrator._prepare_final_answer``: the orchestrator ends the run itself."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        state = state_of(instance)
+        if state is not None:
+            state.final_answer = True
+        return await wrapped(*args, **kwargs)
 
     return wrapper

@@ -32,17 +32,20 @@ def _finish(recorder: Recorder, state: RunState, error: BaseException | None, re
 def _record_end(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:
     inv = state.invocation
     content: dict[str, Any] | None = None
+    forced = True  # cancelled, error: not a choice
     if error is None:
         outcome, reason = OK, state.stop or result_reason or StopReason.END.value
+        forced = state.stop_forced
     elif isinstance(error, GeneratorExit):  # the consumer stopped iterating
         outcome, reason = (OK, state.stop) if state.stop else (CANCELLED, StopReason.CANCELLED.value)
+        forced = state.stop_forced if state.stop else True
     else:
         outcome = recorder.classify(error)
         reason = StopReason.CANCELLED.value if outcome == CANCELLED else StopReason.ERROR.value
         if outcome == ERROR and state.error_type:
             content = {"error_type": state.error_type}
     # The stop belongs to this run only: a nested run does not stop the enclosing run.
-    inv.stop(reason, content=content, source=state.stop_source if outcome == OK else None)
+    inv.stop(reason, content=content, source=state.stop_source if outcome == OK else None, forced=forced)
     if error is None or outcome != ERROR:
         inv.end(outcome=outcome)
     else:
@@ -130,7 +133,9 @@ def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: typ
             inv = recorder.workflow(name, conversation_id=team_id, system=SYSTEM,
                                     topology=_topology(team, nested_types))
         inv.start(attach=False)
-        state = RUNS[team_id] = RunState(name, inv, nested=parent is not None)
+        state = RUNS[team_id] = RunState(name, inv, nested=parent is not None, parent=parent)
+        if parent is not None:  # a team participant's run is its turn in the enclosing run
+            parent.add_turn(name, inv)
 
         def forget() -> None:
             if RUNS.get(team_id) is state:
@@ -164,7 +169,7 @@ def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
             clients.discover_agent(instance)
             parent = current_state()
             inv = _agent_invocation(recorder, instance, parent).start(attach=False)
-            state = RunState(instance.name, inv, nested=parent is not None)
+            state = RunState(instance.name, inv, nested=parent is not None, parent=parent)
         except Exception:
             telemetry_failed("agent run start")
             return await wrapped(*args, **kwargs)
@@ -187,7 +192,7 @@ def agent_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: ty
         clients.discover_agent(agent)
         parent = current_state()
         inv = _agent_invocation(recorder, agent, parent).start(attach=False)
-        return RunState(agent.name, inv, nested=parent is not None), None
+        return RunState(agent.name, inv, nested=parent is not None, parent=parent), None
 
     def traced(agen: Any, agent: Any) -> AsyncIterator[Any]:
         return _traced_steps(recorder, agen, lambda: begin(agent), result_type)
@@ -215,7 +220,9 @@ def handle_request(recorder: Recorder, team_type: type) -> Callable[..., Any]:
             name, agent_id=str(instance.id), role=type(agent).__name__, description=agent.description,
             spawned=spawned, fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
         )
-        return inv.start(attach=True, parent=state.ctx)
+        inv.start(attach=True, parent=state.ctx)
+        state.add_turn(name, inv)
+        return inv
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:

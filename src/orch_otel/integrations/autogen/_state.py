@@ -28,22 +28,38 @@ SYSTEM = "autogen"
 class RunState:
     """One team (or standalone agent) run in progress."""
 
-    __slots__ = ("actor", "invocation", "span", "ctx", "nested", "stop", "stop_source", "error_type",
-                 "options", "fanout", "seen", "parents")
+    __slots__ = ("actor", "invocation", "span", "ctx", "nested", "parent", "stop", "stop_source", "stop_forced",
+                 "error_type", "options", "fanout", "seen", "parents", "last_speakers", "turns", "firings",
+                 "round_limit", "final_answer")
 
-    def __init__(self, actor: str, invocation: Invocation, nested: bool) -> None:
+    def __init__(self, actor: str, invocation: Invocation, nested: bool, parent: RunState | None = None) -> None:
         self.actor = actor  # the name the converter gives the run span's events
         self.invocation = invocation
         self.span = invocation.span
         self.ctx = otel_context.set_value(STATE_KEY, self, invocation.context)
         self.nested = nested
+        self.parent = parent  # the run this one is nested in
         self.stop: str | None = None  # the termination's StopMessage content
         self.stop_source: str | None = None  # the termination condition (or manager) that stopped it
+        self.stop_forced = False  # a limit stopped it (docs/autogen.md#stops-forced-or-voluntary)
         self.error_type: str | None = None
         self.options: list[str] | None = None  # the selector's real candidate list for the next choice
         self.fanout: dict[str, tuple[int, int]] = {}  # speaker -> (index, size) of a parallel selection
         self.seen: set[str] = set()  # participants that already had a turn in this run
         self.parents: dict[str, list[str]] | None = None  # GraphFlow: node -> parent nodes
+        self.last_speakers: list[str] | None = None  # the previous speaker selection
+        self.turns: dict[str, Invocation] = {}  # agent -> its latest turn in this run or a run nested in it
+        self.firings: list[Any] = []  # termination conditions that fired since the last stop (_stops.Firing)
+        self.round_limit = False  # MagenticOne: the orchestrator's max_turns (rounds) ran out
+        self.final_answer = False  # MagenticOne: the orchestrator is giving its final answer
+
+    def add_turn(self, name: str, invocation: Invocation) -> None:
+        """Remember ``name``'s latest turn here and in every run around this one
+        (a termination condition up there may fire on that agent's message)."""
+        state: RunState | None = self
+        while state is not None:
+            state.turns[name] = invocation
+            state = state.parent
 
 
 RUNS: dict[str, RunState] = {}

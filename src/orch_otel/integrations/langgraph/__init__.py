@@ -13,7 +13,9 @@ per run of the example apps.
 How: a LangChain callback handler injected into every callback manager with
 ``langchain_core.tracers.context.register_configure_hook`` (no callback
 manager is patched), plus a wrap of LangGraph's per-step context copy so
-spans started inside a node nest under it (``_context.py``).
+spans started inside a node nest under it (``_context.py``), and a wrap of
+``Pregel._defaults`` that tells the handler which compiled graph a run is, so
+routing decisions resolve path maps and know their options (``_graphs.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class LangGraphInstrumentor(BaseInstrumentor):
     _handler: Any = None
     _hook_var: ContextVar[Any] | None = None
     _patch: Any = None
+    _graph_patch: Any = None
     _control_flow: tuple[type[BaseException], ...] = ()
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -53,6 +56,7 @@ class LangGraphInstrumentor(BaseInstrumentor):
         from langgraph.errors import GraphBubbleUp, GraphInterrupt, ParentCommand
 
         from ._context import ContextPatch
+        from ._graphs import GraphPatch
         from ._handler import OrchestrationHandler
 
         provider = kwargs.get("tracer_provider")
@@ -67,11 +71,13 @@ class LangGraphInstrumentor(BaseInstrumentor):
         register_configure_hook(hook_var, inheritable=True)
         patch = ContextPatch(handler.enter_run_context)
         patch.apply()
+        graph_patch = GraphPatch(handler.note_graph)
+        graph_patch.apply()
         control_flow = [(ParentCommand, HANDOFF), (GraphInterrupt, INTERRUPTED), (GraphBubbleUp, OK)]
         for recorder_ in {id(r): r for r in (get_recorder(), recorder) if r is not None}.values():
             for exc_type, outcome in control_flow:
                 recorder_.register_control_flow(exc_type, outcome)
-        self._handler, self._hook_var, self._patch = handler, hook_var, patch
+        self._handler, self._hook_var, self._patch, self._graph_patch = handler, hook_var, patch, graph_patch
         self._control_flow = tuple(exc for exc, _ in control_flow)
 
     def _uninstrument(self, **kwargs: Any) -> None:
@@ -88,8 +94,10 @@ class LangGraphInstrumentor(BaseInstrumentor):
                 _log.warning("orch-otel: cannot remove the LangGraph callback hook; the handler is disabled instead")
         if patch is not None:
             patch.undo()
+        if self._graph_patch is not None:
+            self._graph_patch.undo()
         recorder = get_recorder()
         for exc_type in self._control_flow:
             recorder.unregister_control_flow(exc_type)
-        self._handler = self._hook_var = self._patch = None
+        self._handler = self._hook_var = self._patch = self._graph_patch = None
         self._control_flow = ()

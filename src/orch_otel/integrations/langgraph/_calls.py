@@ -49,6 +49,9 @@ class CallsMixin:
     def recorder(self) -> Recorder:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _handoff_options(self, tool_run: Run, scope: Run) -> list[str] | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     # -- tools ------------------------------------------------------------------------------
 
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -94,7 +97,7 @@ class CallsMixin:
             return
         span = scope.inv.span  # type: ignore[union-attr]
         recorder = self.recorder
-        recorder.delegate(target, span=span)
+        recorder.delegate(target, options=self._handoff_options(run, scope), span=span)
         update = command.update
         messages = update.get("messages") if isinstance(update, dict) else None
         content = ex.message_view(messages[-1]) if messages else None
@@ -166,7 +169,7 @@ class CallsMixin:
                 if graph is None or graph.prebuilt or run.name.startswith("__"):
                     return
                 scope = graph.scope()
-                run.inv = self.recorder.agent(run.name, role="agent", system=SYSTEM).start(
+                run.inv = self.recorder.agent(run.name, role="agent", spawned=True, system=SYSTEM).start(
                     attach=False, parent=context_of(scope, graph.root)
                 )
                 run.why = CALLS_LLM

@@ -15,6 +15,7 @@ recognised before any error work, and nothing of the graph state is read.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from typing import Any
 from uuid import UUID
@@ -37,12 +38,12 @@ from ...recorder import (
     get_recorder,
 )
 from ...vocabulary import Attr, StopReason
-from . import _extract as ex
 from ._calls import CallsMixin, context_of, outcome_of, private_run
+from ._routes import RoutesMixin
 from ._runs import (
+    CALLS_LLM,
     CREATE_AGENT,
     DEFAULT_GRAPH_NAME,
-    END,
     GRAPH,
     GRAPH_INTEGRATIONS,
     NO_RESUME,
@@ -64,7 +65,7 @@ _log = logging.getLogger(__name__)
 SYSTEM = "langgraph"
 _MAX_INTERRUPTED = 10_000
 
-class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
+class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
     """Maps LangChain/LangGraph callbacks to orch-otel spans and span events."""
 
     run_inline = True  # async runs: call us in the event loop, in order, not in an executor
@@ -76,6 +77,12 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
         self._recorder = recorder
         self._runs: dict[UUID, Run] = {}
         self._interrupted: OrderedDict[str, SpanContext] = OrderedDict()
+        self._next_graph = threading.local()  # (run name, compiled graph) about to start, per thread
+
+    def note_graph(self, name: str, graph: Any) -> None:
+        """``graph`` (a compiled ``Pregel``) starts its run, named ``name``, next in this thread."""
+        if self.enabled:
+            self._next_graph.value = (name, graph)
 
     @property
     def recorder(self) -> Recorder:
@@ -99,6 +106,10 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
             name = serialized.get("name")
         run = Run(run_id, parent, str(name) if name else "chain")
         self._runs[run_id] = run
+        upcoming = getattr(self._next_graph, "value", None)
+        if upcoming is not None and upcoming[0] == run.name and not has_step_tag(tags):
+            run.graph = upcoming[1]
+            self._next_graph.value = None
         if parent is not None and has_step_tag(tags):
             self._node_start(run, parent, md)
             return
@@ -205,11 +216,15 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
             elif kind == NODE:
                 if isinstance(outputs, Command) and outputs.goto:
                     self._route(run, outputs.goto)
+                elif run.inv is not None and run.why == CALLS_LLM:
+                    self._answer_stop(run, run)
                 self._node_end(run)
             elif kind == GRAPH and run.inv is not None:
                 if run.parent is None or run.why == WORKFLOW:
                     self._end_root(run, OK)
                 else:
+                    if run.why == SUBGRAPH:
+                        self._answer_stop(run, run.parent, run.graph)
                     run.inv.end()
             elif run.inv is not None:
                 run.inv.end()
@@ -221,26 +236,6 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
             run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
         if run.agent_name is not None and run.parent is not None and run.parent.finished is not None:
             run.parent.finished.append((run.step, run.agent_name, run.push_index is not None))
-
-    def _route(self, run: Run, goto: Any) -> None:
-        """A router's result or a node's ``Command(goto=...)``: delegation, or a Send fan-out."""
-        node = run if run.kind == NODE else run.parent
-        graph = node.parent if node is not None else None
-        if graph is None or graph.prebuilt:
-            return  # a prebuilt agent's own loop (model -> tools) is not orchestration
-        names, sends = ex.goto_targets(goto)
-        names = [name for name in names if name != END]
-        if not names:
-            return
-        if sends:
-            graph.fanout_size = sends
-            scope = graph.scope()
-            if scope is not None:
-                self.recorder.spawn(names, span=scope.inv.span)  # type: ignore[union-attr]
-            return
-        scope = node.scope()
-        if scope is not None:
-            self.recorder.delegate(names[0] if len(names) == 1 else names, span=scope.inv.span)  # type: ignore[union-attr,arg-type]
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                        **kwargs: Any) -> None:
@@ -266,11 +261,7 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
     def _handoff(self, run: Run, error: BaseException) -> None:
         """A ``Command(graph=PARENT)`` travelling up: record the delegation once, at its origin."""
         if not run.handoff_done:
-            command = error.args[0] if error.args else None
-            names, _ = ex.goto_targets(getattr(command, "goto", None))
-            scope = run.scope()
-            if names and scope is not None:
-                self.recorder.delegate(names[0] if len(names) == 1 else names, span=scope.inv.span)  # type: ignore[union-attr,arg-type]
+            self._parent_handoff(run, error.args[0] if error.args else None)
         if run.parent is not None:
             run.parent.handoff_done = True
 
@@ -285,7 +276,8 @@ class OrchestrationHandler(CallsMixin, BaseCallbackHandler):
             if run.thread_id is not None:
                 self._remember_interrupt(run.thread_id, inv.span.get_span_context())
         elif isinstance(error, GraphRecursionError):
-            reason = StopReason.RECURSION_LIMIT.value
+            # the runtime's step limit, not a choice: a forced stop (recorded before the error ends the span)
+            inv.stop(StopReason.RECURSION_LIMIT.value, source="GraphRecursionError", forced=True)
         inv.end(outcome=outcome, stop_reason=reason, error=error if outcome == ERROR else None)
 
     def _remember_interrupt(self, thread_id: str, span_context: SpanContext) -> None:

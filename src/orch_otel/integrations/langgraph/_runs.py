@@ -59,6 +59,7 @@ class Run:
     push_index: int | None = None
     triggers: Any = None
     # graph runs
+    graph: Any = None  # the compiled graph (Pregel), when known
     prebuilt = False
     fanout_size: int | None = None
     finished: list[tuple[Any, str, bool]] | None = None

@@ -1,0 +1,211 @@
+"""View-level fidelity: LangGraph and AutoGen apps recorded with content
+capture on, every dataset view built from the trace, and each view checked
+against the app's truth written by hand (tests/fidelity_views.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from fidelity import Delegation, Stop, Truth
+from fidelity_views import VIEWS, view_errors
+from fixtures.dataset_runs import record, record_instrumented, standard_runs
+
+from orch_otel.datasets import Config, build
+
+
+def _views(tmp_path, instrumentor, run) -> dict[str, list[dict]]:
+    (trace,) = record_instrumented(tmp_path / "traces", instrumentor, run)
+    out = {}
+    for view in VIEWS:
+        summary = build([tmp_path / "traces"], tmp_path / view, Config(view=view))
+        assert summary.traces_used == 1 and summary.traces_skipped == 0
+        out[view] = [json.loads(line) for line in (tmp_path / view / f"{view}.jsonl").read_text().splitlines()]
+    return out
+
+
+def _langgraph():
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    return LangGraphInstrumentor()
+
+
+def _autogen():
+    pytest.importorskip("autogen_agentchat", reason="needs the optional extra: pip install 'orch-otel[autogen]'")
+    from orch_otel.integrations.autogen import AutoGenInstrumentor
+
+    return AutoGenInstrumentor()
+
+
+def _run_team(build_team):
+    return lambda: asyncio.run(asyncio.wait_for(build_team().run(task="go"), 20))
+
+
+# -- truths written by hand from each app's code ----------------------------------------------
+
+DEMO = Truth(  # orch_otel.integrations.langgraph.demo: the supervisor hands off to the team, then the writer
+    app="langgraph demo: supervisor -> research_team (3 workers search) -> supervisor -> writer -> supervisor",
+    instances={"supervisor": 3, "research_team": 1, "worker": 3, "writer": 1},
+    delegations=(
+        Delegation("supervisor", "research_team", frozenset({"research_team", "writer"})),
+        Delegation("supervisor", "writer", frozenset({"research_team", "writer"})),
+    ),
+    tool_calls=(
+        ("supervisor", "transfer_to_research_team", "call_to_team"),
+        ("worker", "search", "call_search"), ("worker", "search", "call_search"), ("worker", "search", "call_search"),
+        ("supervisor", "transfer_to_writer", "call_to_writer"),
+        ("writer", "format_report", "call_format"),
+    ),
+    stop=Stop("supervisor", reason="end"),  # its last turn answers with no handoff: the supervisor ends the run
+)
+
+FANOUT = Truth(  # langgraph_apps.build_fanout(3): three workers each run lookup as call_w
+    app="langgraph Send fan-out: prepare -> 3 x worker (lookup) -> merge",
+    instances={"worker": 3},
+    tool_calls=(("worker", "lookup", "call_w"),) * 3,
+    stop=Stop("fanout", reason="end"),
+)
+
+ROUND_ROBIN = Truth(  # autogen testing.weather_round_robin: a calls get_weather, b says TERMINATE
+    app="autogen round robin: a (get_weather) -> b TERMINATE",
+    instances={"a": 1, "b": 1},
+    # round robin leaves no choice: each turn's one candidate is the next in order
+    delegations=(Delegation("weather_team", "a", frozenset("a")), Delegation("weather_team", "b", frozenset("b"))),
+    tool_calls=(("a", "get_weather", "call_1"),),
+    stop=Stop("b", reason="TERMINATE"),  # b's own message fired the mention condition
+)
+
+SELECTOR = Truth(  # autogen_apps.selector_team: planner, then coder (planner no longer a candidate)
+    app="autogen selector: planner -> coder TERMINATE",
+    instances={"planner": 1, "coder": 1},
+    delegations=(
+        Delegation("SelectorGroupChat", "planner", frozenset({"planner", "coder", "reviewer"})),
+        Delegation("SelectorGroupChat", "coder", frozenset({"coder", "reviewer"})),
+    ),
+    stop=Stop("coder", reason="TERMINATE"),  # the coder's message fired the mention condition
+)
+
+SWARM = Truth(  # autogen_apps.swarm_team: alice looks up and hands off to bob, bob hands off to the user
+    app="autogen swarm: alice (lookup, transfer_to_bob) -> bob (transfer_to_user)",
+    instances={"alice": 1, "bob": 1},
+    delegations=(
+        Delegation("Swarm", "alice", frozenset({"alice"})),  # the first participant starts
+        Delegation("alice", "bob", frozenset({"bob"})),
+        Delegation("Swarm", "bob", frozenset({"bob"})),  # the swarm follows the handoff
+        Delegation("bob", "user", frozenset({"user"})),
+    ),
+    tool_calls=(("alice", "lookup", "t1"), ("alice", "transfer_to_bob", "h1"), ("bob", "transfer_to_user", "h2")),
+    stop=Stop("bob", reason="user"),  # bob's handoff to the user fired the handoff condition
+)
+
+
+def test_langgraph_supervisor_views_are_faithful(tmp_path):
+    pytest.importorskip("langgraph_supervisor", reason="the supervisor app needs langgraph-supervisor (orch-otel[dev])")
+    from fidelity_cases_langgraph import CASES
+
+    case = next(c for c in CASES if c.truth.app.startswith("langgraph-supervisor"))
+    views = _views(tmp_path, _langgraph(), case.run)
+    assert view_errors(views, case.truth) == []
+    supervisor = [r for r in views["chat"] if r["agent"] == "supervisor"]
+    assert len(supervisor) == 3
+    # the workers' answers are input the supervisor read, in their names, never its own turns
+    last = supervisor[-1]["messages"]
+    assert {"role": "user", "content": "1 + 2 = 3", "name": "math_expert"} in last
+    assert [m["content"] for m in last if m.get("trainable")] == ["all done"]
+
+
+def test_langgraph_demo_views_are_faithful(tmp_path):
+    from orch_otel.integrations.langgraph.demo import run_demo_app
+
+    views = _views(tmp_path, _langgraph(), lambda: asyncio.run(run_demo_app()))
+    assert view_errors(views, DEMO) == []
+    # the issue's case: the supervisor's rows held the workers' search calls and the writer's format_report
+    for row in (r for r in views["chat"] if r["agent"] == "supervisor"):
+        calls = {c["function"]["name"] for m in row["messages"] for c in m.get("tool_calls") or ()}
+        assert calls <= {"transfer_to_research_team", "transfer_to_writer"}, calls
+
+
+def test_langgraph_send_fanout_views_are_faithful(tmp_path):
+    import langgraph_apps as apps
+
+    views = _views(tmp_path, _langgraph(), lambda: apps.build_fanout(3).invoke({}))
+    assert view_errors(views, FANOUT) == []
+
+
+def test_autogen_round_robin_with_a_tool_views_are_faithful(tmp_path):
+    instrumentor = _autogen()
+    import autogen_apps as apps
+
+    views = _views(tmp_path, instrumentor, _run_team(apps.weather_round_robin))
+    assert view_errors(views, ROUND_ROBIN) == []
+    (first, second) = [t for t in views["turns"] if t["agent"] == "a"]
+    assert first["output_tool_calls"] == [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]
+    assert second["input_messages"][-2:] == [
+        {"role": "assistant", "content": "", "tool_calls": first["output_tool_calls"]},
+        {"role": "tool", "content": "sunny in Paris", "tool_call_id": "call_1"},
+    ]
+    a = next(r for r in views["chat"] if r["agent"] == "a")
+    assert [(m["role"], m.get("trainable")) for m in a["messages"]] == [
+        ("system", None), ("user", None), ("assistant", True), ("tool", None), ("assistant", True)]
+
+
+def test_autogen_selector_views_are_faithful(tmp_path):
+    instrumentor = _autogen()
+    import autogen_apps as apps
+
+    views = _views(tmp_path, instrumentor, _run_team(apps.selector_team))
+    assert view_errors(views, SELECTOR) == []
+    coder = next(r for r in views["chat"] if r["agent"] == "coder")
+    assert {"role": "user", "content": "Plan: write code", "name": "planner"} in coder["messages"]
+    assert [m["content"] for m in coder["messages"] if m["role"] == "assistant"] == ["print(1) TERMINATE"]
+
+
+def test_autogen_swarm_views_are_faithful(tmp_path):
+    instrumentor = _autogen()
+    import autogen_apps as apps
+
+    views = _views(tmp_path, instrumentor, _run_team(apps.swarm_team))
+    assert view_errors(views, SWARM) == []
+    # bob's model read alice's lookup (the handoff's context) as her input, not as his own call
+    bob = next(r for r in views["chat"] if r["agent"] == "bob")
+    assert [m for m in bob["messages"] if m.get("name") == "alice"][0]["content"] == '[tool call lookup] {"q": "x"}'
+    assert [c["function"]["name"] for m in bob["messages"] for c in m.get("tool_calls") or ()] == ["transfer_to_user"]
+
+
+def test_view_errors_catch_another_agents_turns_in_a_row():
+    """The checker itself: rows as the views wrote them before the fix (another
+    agent's call as an assistant turn, a tool message with no call id, an
+    empty output_tool_calls) are reported."""
+    truth = Truth(app="two agents", instances={}, tool_calls=(("w", "search", "c1"),))
+    foreign = {"role": "assistant", "content": "", "trainable": False, "weight": 0,
+               "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}
+    rows = {
+        "chat": [
+            {"agent": "s", "episode": 0, "tools": None, "messages": [
+                {"role": "user", "content": "q"}, foreign, {"role": "tool", "content": "r"},
+                {"role": "assistant", "content": "done", "trainable": True, "weight": 1}]},
+            {"agent": "w", "episode": 0, "tools": None, "messages": [
+                {"role": "user", "content": "q"}, {"role": "assistant", "content": "", "trainable": True}]},
+        ],
+        "turns": [{"agent": "w", "event_id": "e1", "input_messages": [], "output_tool_calls": None,
+                   "tool_calls": [{"tool": "search", "call_id": "c1"}]}],
+    }
+    errors = view_errors(rows, truth)
+    assert any("s never called search (c1)" in e for e in errors)
+    assert any("tool message answers None" in e for e in errors)
+    assert any("chat: trainable tool calls per agent" in e for e in errors)
+    assert any("turns: output_tool_calls per agent" in e for e in errors)
+    assert any("views not given" in e for e in errors)
+
+
+def test_decisions_mark_forced_stops(tmp_path):
+    """calc-budget stops on its round limit (max_turns: forced); calc-ok's
+    planner stops on its own (end)."""
+    record(tmp_path / "traces", standard_runs()[:2], capture=False)
+    build([tmp_path / "traces"], tmp_path, Config(view="decisions"))
+    rows = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    stops = {(r["task_id"], r["action"]["reason"], r["forced"]) for r in rows if r["decision"] == "stop"}
+    assert stops == {("calc-ok", "end", False), ("calc-budget", "max_turns", True)}
+    assert {r["forced"] for r in rows if r["decision"] != "stop"} == {None}
