@@ -106,7 +106,7 @@ def test_show_prints_the_agent_tree(demo_dir):
     result = cli("show", str(out))
     assert result.returncode == 0, result.stderr
     assert "decide spawn" in result.stdout and "stop reason" in result.stdout
-    assert cli("show", str(out), "--trace-id", "nope").returncode == 1
+    assert cli("show", str(out), "--trace-id", "nope").returncode == 2  # no such trace: usage (docs/cli.md)
 
 
 def test_schema_command_prints_the_generated_schema(capsys):

@@ -36,7 +36,7 @@ def test_malformed_lines_are_reported_and_kept_aside(runs, tmp_path):
     path.parent.mkdir()
     path.write_text("\n".join(lines) + "\n")
     summary = build([path.parent], tmp_path / "out", Config(view="decisions"))
-    assert (summary.traces_read, summary.traces_used, summary.rejects) == (5, 1, 4)
+    assert (summary.traces_read, summary.traces_used, summary.rejects) == (1, 1, 4)  # rejected lines are not traces
     rejects = _rows(tmp_path / "out" / "decisions.rejects.jsonl")
     assert [r["where"] for r in rejects] == [f"{path}:{n}" for n in (2, 3, 5, 6)]
     assert rejects[0]["error"].startswith("malformed JSON")
@@ -55,7 +55,7 @@ def test_validate_flag_runs_the_full_contract(runs, tmp_path):
     broken = dict(traces[0])
     broken["events"] = [e for e in broken["events"] if e.get("decision") != "stop"]
     path = tmp_path / "traces-broken.jsonl"
-    path.write_text(orjson.dumps(broken).decode() + "\n")
+    path.write_text(orjson.dumps(broken).decode() + "\n" + orjson.dumps(traces[1]).decode() + "\n")  # not all rejected
     assert build([path], tmp_path / "a", Config(view="decisions")).rejects == 0
     summary = build([path], tmp_path / "b", Config(view="decisions", validate=True))
     assert summary.rejects == 1
@@ -148,5 +148,5 @@ def test_cli_errors_are_clear(runs, tmp_path, capsys):
     bad.write_text('{"task_id": "calc-ok", "success": "maybe"}\n')
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "turns", "--outcomes", str(bad)]) == 2
     assert "field 'success': 'maybe' is not a number" in capsys.readouterr().err
-    assert main(["dataset", str(tmp_path / "nope"), "-o", str(tmp_path), "--view", "turns"]) == 1
+    assert main(["dataset", str(tmp_path / "nope"), "-o", str(tmp_path), "--view", "turns"]) == 2  # no input
     assert "no such file or directory" in capsys.readouterr().err

@@ -199,5 +199,5 @@ def test_replay_leaves_the_spool_when_the_collector_is_still_down(tmp_path):
     assert len(spool_files(spool)) == 1
     result = subprocess.run([sys.executable, "-m", "orch_otel", "spool", "replay", str(spool),
                              "--endpoint", f"http://127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1 and "1 segment(s) left" in result.stderr
+    assert result.returncode == 2 and "no collector listening" in result.stderr and "1 segment(s) left" in result.stderr
     assert len(spool_files(spool)) == 1

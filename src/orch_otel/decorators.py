@@ -307,5 +307,7 @@ def human_intervention(content: Any = None) -> None:
 
 @guarded
 def reward(value: float, *, name: str = "reward", unit: str | None = None, target: str | None = None) -> None:
-    """Record a reward (``unit``: team, orchestrator, role, agent, turn, message, tool_call, token)."""
+    """Record a reward: for the team (``unit`` None or ``"team"``), for one agent
+    (``unit="agent"`` or ``"orchestrator"``, ``target`` = its name) or for a role
+    (``unit="role"``, ``target`` = the role). See :meth:`Recorder.reward`."""
     get_recorder().reward(value, name=name, unit=unit, target=target)

@@ -25,12 +25,14 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ._version import __version__
 from .content import ContentPolicy
-from .faults import guarded, log_fault
+from .faults import guarded, is_strict, log_fault
 from .vocabulary import (
+    CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,
     Attr,
     DecisionKind,
     Operation,
+    RewardUnit,
     SpanEvent,
     StopReason,
 )
@@ -439,15 +441,40 @@ class Recorder:
 
     def reward(self, value: float, *, name: str = "reward", unit: str | None = None,
                target: str | None = None, span: Span | None = None) -> None:
-        """A reward observed during the run. ``unit`` is the credit unit (team,
-        orchestrator, role, agent, turn, message, tool_call, token)."""
+        """A reward observed during the run. ``unit``: ``team`` (the default),
+        ``agent`` or ``orchestrator`` with ``target`` = the agent's name, or
+        ``role`` with ``target`` = the role; the trace keeps it as ``name``,
+        ``name@target`` or ``name@role:target`` and the datasets credit it to
+        that agent's (or role's) rows. Other units (turn, message, tool_call,
+        token) or a missing target: not recorded, with a warning once (raised
+        in strict mode). A value that is not a number raises (``orch_otel.reward``
+        logs that once and goes on)."""
+        number = float(value)
+        unit = None if unit is None else str(unit)
+        if unit is not None and unit not in CREDITED_REWARD_UNITS:
+            return self._warn_once(f"reward-unit:{unit}", "orch-otel: reward(unit=%r) is not supported (%s are); "
+                                   "reward %r not recorded", unit, ", ".join(sorted(CREDITED_REWARD_UNITS)), name)
+        if unit not in (None, RewardUnit.TEAM.value) and not target:
+            return self._warn_once(f"reward-target:{unit}", "orch-otel: reward(unit=%r) needs target= (the %s's name); "
+                                   "reward %r not recorded", unit, "role" if unit == RewardUnit.ROLE.value else "agent", name)
+        if unit == RewardUnit.TEAM.value and target:
+            self._warn_once("reward-team-target", "orch-otel: reward(unit='team') takes no target; target ignored")
+            target = None
         span = self._target_span(span, "reward")
         if span is None:
             return
-        attrs: dict[str, Any] = {Attr.REWARD_VALUE: float(value), Attr.REWARD_NAME: name}
+        attrs: dict[str, Any] = {Attr.REWARD_VALUE: number, Attr.REWARD_NAME: name}
         _put(attrs, Attr.REWARD_UNIT, unit)
         _put(attrs, Attr.REWARD_TARGET, target)
         span.add_event(SpanEvent.REWARD, attrs)
+
+    def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        """A wrong argument: logged once per kind (names only, no content); raised in strict mode."""
+        if is_strict():
+            raise ValueError(message % args)
+        if key not in self._warned:
+            self._warned.add(key)
+            _log.warning(message, *args)
 
     # -- internals ------------------------------------------------------------------------
 

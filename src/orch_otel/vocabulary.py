@@ -188,3 +188,24 @@ class SpanEvent:
 
 INSTRUMENTATION_NAME = "orch_otel"
 HUMAN_AGENT = "human"
+
+
+class RewardUnit(_StrEnum):
+    """``unit`` of ``orch_otel.reward()``: whom a reward is for. The first
+    four are honoured (the trace keeps them, the datasets credit them); the
+    finer units have no target the trace can name, so such rewards are not
+    recorded (a warning says so once)."""
+
+    TEAM = "team"
+    ORCHESTRATOR = "orchestrator"
+    AGENT = "agent"
+    ROLE = "role"
+    TURN = "turn"
+    MESSAGE = "message"
+    TOOL_CALL = "tool_call"
+    TOKEN = "token"
+
+
+CREDITED_REWARD_UNITS = frozenset({RewardUnit.TEAM.value, RewardUnit.ORCHESTRATOR.value, RewardUnit.AGENT.value,
+                                   RewardUnit.ROLE.value})
+ROLE_TARGET = "role:"  # trace reward "NAME@role:ROLE": a reward for every agent playing ROLE

@@ -1,19 +1,24 @@
 """The ``orch-otel`` command line. Each command is a module here with
-``add_parser(subparsers)`` and ``run(args) -> exit code``."""
+``add_parser(subparsers)`` and ``run(args) -> exit code``. Exit codes are one
+scheme for every command (docs/cli.md): 0 ok, 1 invalid data found, 2 usage
+error or no input."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Sequence
 
 from .._version import __version__
+from .options import EXIT_USAGE
 
 COMMANDS = ("demo", "validate", "show", "convert", "dataset", "spool", "schema")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orch-otel", description="Replayable orchestration traces from multi-agent apps.")
+    parser = argparse.ArgumentParser(prog="orch-otel", description="Replayable orchestration traces from multi-agent apps. "
+                                     "Exit codes: 0 ok, 1 invalid data found, 2 usage error or no input.")
     parser.add_argument("--version", action="version", version=f"orch-otel {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
@@ -22,8 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return importlib.import_module(f"{__name__}.{args.command}").run(args)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return importlib.import_module(f"{__name__}.{args.command}").run(args)
+    except OSError as exc:  # a file the user named cannot be read or written: say which, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"orch-otel {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"orch-otel {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 __all__ = ["build_parser", "main"]

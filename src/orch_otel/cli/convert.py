@@ -1,10 +1,11 @@
 """``orch-otel convert INPUT... -o OUT.jsonl``: production span logs -> replayable traces.
 
-Exit codes: 0 every record converted; 1 some records or spans were
-quarantined (see ``OUT.jsonl.quarantine``); 2 no usable input (no files, or
-no span could be read). Errors go to stderr as ``file:line: reason`` (or
-``file@offset: reason`` for length-prefixed files), the first ``--max-errors``
-of them; the quarantine file has all.
+Exit codes (docs/cli.md): 0 every record converted; 1 some records or spans
+were quarantined (see ``OUT.jsonl.quarantine``); 2 a usage error or no usable
+input (a missing file, no log file found, no span could be read): then
+nothing is written and an existing OUT stays as it was. Errors go to stderr
+as ``file:line: reason`` (or ``file@offset: reason`` for length-prefixed
+files), the first ``--max-errors`` of them; the quarantine file has all.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..offline.pipeline import Options, Summary, convert_inputs
+from ..offline.pipeline import EXIT_NO_INPUT, Options, Summary, convert_inputs
+from ..offline.readers import FORMATS_READ
 from ..offline.records import Problem
+from .options import at_least
 
 
 def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: str | None = None,
@@ -54,7 +57,12 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
                                      on_problem=on_problem, on_bytes=on_bytes, on_files=on_files)
     except (ImportError, RuntimeError, ValueError, OSError) as exc:  # setup errors (no Ray, bad address, unwritable OUT)
         print(f"orch-otel convert: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_NO_INPUT
+    if summary.exit_code == EXIT_NO_INPUT:
+        found = (f"no log file found in {', '.join(inputs)} (convert reads {FORMATS_READ})" if not summary.files
+                 else f"no span could be read from {', '.join(inputs)}")
+        print(f"orch-otel convert: {found}; nothing written ({out} is left as it was)", file=sys.stderr)
+        return EXIT_NO_INPUT
     if max_errors > 0 and shown > max_errors:
         print(f"... {shown - max_errors} more problem(s); all are in the quarantine file", file=sys.stderr)
     for warning in summary.warnings[:max_errors if max_errors > 0 else None]:
@@ -77,23 +85,27 @@ def _print_summary(console: Console, s: Summary, out: str, quarantine: str | Non
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("convert", help="convert OTLP log files or span dumps into replayable traces",
-                       description="Convert OTLP JSON lines, length-prefixed OTLP protobuf (zstd or not) and span dumps "
-                       "into replayable traces. Exit codes: 0 ok, 1 some records quarantined, 2 no usable input.")
+    p = sub.add_parser("convert", help="convert OTLP log files, span dumps or a spool into replayable traces",
+                       description="Convert OTLP JSON lines, length-prefixed OTLP protobuf (zstd or not), span dumps "
+                       "and spool segments (*.spool) into replayable traces. Outputs are replaced only when the run "
+                       "succeeds. Exit codes: 0 ok, 1 some records quarantined, 2 usage error or no usable input.")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, or directories searched for log files")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="trace file to write (content store beside it)")
     p.add_argument("--engine", choices=["local", "ray"], default="local", help="local streaming (default) or Ray Data")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--quarantine", default=None, help="where bad records go (default: OUT.jsonl.quarantine)")
-    p.add_argument("--max-open-traces", type=int, default=10_000, help="local engine: traces held open at once (default 10000)")
-    p.add_argument("--linger", type=int, default=50_000,
+    p.add_argument("--max-open-traces", type=at_least(1), default=10_000, metavar="N",
+                   help="local engine: traces held open at once (default 10000)")
+    p.add_argument("--linger", type=at_least(0), default=50_000, metavar="N",
                    help="local engine: spans to wait after a trace's root before writing it (default 50000)")
-    p.add_argument("--max-spans-per-trace", type=int, default=100_000, help="local engine: spans held per trace (default 100000)")
+    p.add_argument("--max-spans-per-trace", type=at_least(1), default=100_000, metavar="N",
+                   help="local engine: spans held per trace (default 100000)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="local engine: convert in N processes, each keeping its share of the traces (0: one per core; "
                    "default 1). Faster with spare cores; problems are printed at the end")
     p.add_argument("--check", action="store_true", help="validate each trace (schema + contract); invalid ones are quarantined")
-    p.add_argument("--max-errors", type=int, default=100, help="problems printed to stderr (0: all; default 100)")
+    p.add_argument("--max-errors", type=at_least(0), default=100, metavar="N",
+                   help="problems printed to stderr (0: all; default 100)")
 
 
 def run(args: argparse.Namespace) -> int:

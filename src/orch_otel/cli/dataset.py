@@ -1,4 +1,10 @@
-"""``orch-otel dataset``: turn trace files into a training dataset view."""
+"""``orch-otel dataset``: turn trace files into a training dataset view.
+
+Exit codes (docs/cli.md): 0 written; 1 written but some lines were rejected,
+or nothing written because the data cannot make the view (every line
+rejected, content missing with ``--strict``, outcome rows matching no
+trace); 2 usage error or no input. Whenever nothing is written, the previous outputs stay as they were.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..tracefiles import trace_files
+from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "dataset",
         help="write a training dataset (decisions, turns, chat, triplets or traces) from trace files",
-        description="Turn replayable traces into a training dataset. Guide: docs/datasets.md.",
+        description="Turn replayable traces into a training dataset. Outputs are replaced only when the run "
+        "succeeds. Exit codes: 0 ok, 1 some lines rejected (or nothing written: every line rejected, content "
+        "missing with --strict, unknown outcome rows), 2 usage error or no input. Guide: docs/datasets.md in the source "
+        "repository.",
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="trace files (*.jsonl) or directories of them")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder to write the dataset into")
@@ -31,7 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-unknown-outcomes", action="store_true",
                    help="write the dataset even if outcome rows match no trace read")
     p.add_argument("--reward", metavar="SPEC",
-                   help="the reward column as NAME[=WEIGHT],... over rewards and metrics (default: see docs)")
+                   help="the reward column as NAME[=WEIGHT],... over rewards and metrics, e.g. success=1,cost_tokens=-0.001 "
+                   "(default: an outcome's reward field, else the sum of the rewards the run emitted)")
     p.add_argument("--credit", default=",".join(STRATEGIES), metavar="LIST",
                    help=f"credit strategies to add as columns (default: {','.join(STRATEGIES)})")
     p.add_argument("--gamma", type=float, default=0.99, help="discount per step for discounted credit (default 0.99)")
@@ -59,6 +70,7 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..datasets import Config, ContentMissing, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
+    from ..datasets.engine import AllRejected
 
     console = Console(stderr=True)
     try:
@@ -74,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         total = sum(os.path.getsize(p) for p in trace_files(args.inputs) if Path(p).is_file())
     except (OutcomeError, RewardSpecError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
+        return EXIT_USAGE
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[traces]} traces"),
                   TextColumn("{task.fields[rejects]} rejected"), TimeElapsedColumn(), console=console,
                   transient=True) as progress:
@@ -82,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         counts = {"traces": 0, "rejects": 0}
 
         def advance(result: dict) -> None:
-            counts["traces"] += 1
+            counts["traces"] += "reject" not in result or bool(result.get("is_trace"))
             counts["rejects"] += "reject" in result
             if "reject" in result:
                 progress.console.print(f"[yellow]rejected[/yellow] {escape(result['where'] + ': ' + result['reject'])}",
@@ -94,8 +106,11 @@ def run(args: argparse.Namespace) -> int:
                             allow_unknown_outcomes=args.allow_unknown_outcomes, strict=args.strict,
                             progress=advance)
         except (ContentMissing, OutcomeError, RuntimeError, OSError, ValueError) as exc:
-            console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            return 1
+            # the data cannot make this view: 1; a usage error, no input (NoTraces), an unknown --reward name: 2
+            code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected)) else EXIT_USAGE
+            console.print(f"[red]error:[/red] {escape(str(exc))}\nnothing written ({escape(args.output)} is left as "
+                          "it was)", highlight=False, soft_wrap=True)
+            return code
     table = Table(title=f"orch-otel dataset: {summary.view}", show_header=False)
     table.add_row("traces read", str(summary.traces_read))
     table.add_row(f"rows written ({summary.view})", str(summary.rows_written))
@@ -108,4 +123,4 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("outcome rows matching no trace", str(len(summary.unknown_outcomes)))
     table.add_row("output", f"{summary.output} ({summary.format}, engine {summary.engine})")
     Console().print(table)
-    return 0
+    return EXIT_INVALID if summary.rejects else EXIT_OK

@@ -1,4 +1,6 @@
-"""``orch-otel show``: a trace as a tree, one node per agent instance."""
+"""``orch-otel show``: a trace as a tree, one node per agent instance. Exit
+codes: 0 shown, 1 no trace shown because the lines read are not valid traces,
+2 no such file, or no trace (with that id) in the input."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from ..tracefiles import read_lines, trace_files
+from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from .render import summary, tree
 
 _LISTED = 20  # trace ids listed when a path holds several
@@ -17,17 +20,17 @@ _LISTED = 20  # trace ids listed when a path holds several
 
 def run_show(path: str, trace_id: str | None) -> int:
     console = Console()
-    err = Console(stderr=True)
     chosen: tuple[Path, int, dict[str, Any]] | None = None
     ids: list[str] = []
-    files = trace_files([path])
-    for file in files:
+    skipped = 0
+    for file in trace_files([path]):
         if not file.is_file():
-            err.print(f"[red]{file}: no such file[/red]")
-            return 2
+            print(f"orch-otel show: {file}: no such file", file=sys.stderr)
+            return EXIT_USAGE
         for line in read_lines(file):
-            if line.trace is None:
-                print(f"{file}:{line.lineno}: skipped: {line.error}", file=sys.stderr)
+            if line.trace is None or not isinstance(line.trace.get("events"), list):
+                skipped += 1
+                print(f"{file}:{line.lineno}: skipped: {line.error or 'not a trace (no events)'}", file=sys.stderr)
                 continue
             this = str(line.trace.get("trace_id"))
             ids.append(this)
@@ -35,16 +38,20 @@ def run_show(path: str, trace_id: str | None) -> int:
                 chosen = (file, line.lineno, line.trace)
     if chosen is None:
         where = f"no trace with id {trace_id}" if trace_id else "no trace"
-        print(f"{where} in {path}" + (f"; its traces: {_listing(ids)}" if ids else ""), file=sys.stderr)
-        return 1
+        print(f"orch-otel show: {where} in {path}" + (f"; its traces: {_listing(ids)}" if ids else ""), file=sys.stderr)
+        return EXIT_INVALID if skipped and trace_id is None else EXIT_USAGE
     file, lineno, trace = chosen
     if len(ids) > 1:
         how = "" if trace_id else "; pick another with --trace-id ID"
         print(f"{path} holds {len(ids)} traces: {_listing(ids)}", file=sys.stderr)
         print(f"showing {trace['trace_id']} ({file}:{lineno}){how}", file=sys.stderr)
-    console.print(tree(trace))
-    console.print(summary(trace))
-    return 0
+    try:
+        console.print(tree(trace))
+        console.print(summary(trace))
+    except (KeyError, TypeError, AttributeError) as exc:  # a line that only looks like a trace
+        print(f"{file}:{lineno}: not a valid trace ({type(exc).__name__}); run `orch-otel validate` on it", file=sys.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
 
 
 def _listing(ids: list[str]) -> str:
@@ -53,7 +60,9 @@ def _listing(ids: list[str]) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("show", help="print a trace as a tree (one node per agent instance)")
+    p = sub.add_parser("show", help="print a trace as a tree (one node per agent instance)",
+                       description="Print one trace as a tree of agent instances and events, and a summary table. "
+                       "Exit codes: 0 shown, 1 the lines read are not valid traces, 2 no such file or no such trace.")
     p.add_argument("path", help="a trace file or directory")
     p.add_argument("--trace-id", default=None,
                    help="which trace (default: the first; the others' ids are listed)")

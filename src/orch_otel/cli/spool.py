@@ -1,18 +1,26 @@
-"""``orch-otel spool status|replay``: the durable OTLP spool of dead processes."""
+"""``orch-otel spool status|replay``: the durable OTLP spool of dead processes.
+
+Exit codes: 0 ok (all sent); 1 unreadable lines were found (status) or the
+collector refused a batch (replay: the rest stays in the spool); 2 no such
+spool directory, or no collector (none configured, or nothing listening).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.table import Table
 
 from .. import env
 from ..exporters.spool import read_segment, replay, spool_files
+from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
-EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
+EXIT_LEFT = EXIT_INVALID
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,11 +38,32 @@ def _status(directory) -> int:
     table.add_column("segment")
     table.add_column("spans", justify="right")
     table.add_column("bad lines", justify="right")
+    bad = 0
     for path in spool_files(directory):
         rows = list(read_segment(path))
+        bad += sum(1 for r, _ in rows if r is None)
         table.add_row(path.name, str(sum(1 for r, _ in rows if r is not None)), str(sum(1 for r, _ in rows if r is None)))
     Console().print(table)
-    return EXIT_OK
+    return EXIT_INVALID if bad else EXIT_OK
+
+
+def _collector_address(protocol: str, endpoint: str | None) -> tuple[str, str, int]:
+    """(URL, host, port) the exporter will send to: ``endpoint``, else the
+    OTEL_EXPORTER_OTLP_* variables, else the OTLP default for ``protocol``."""
+    url = (endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+           or ("http://localhost:4317" if protocol == "grpc" else "http://localhost:4318"))
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    default = 443 if parts.scheme == "https" else (4317 if protocol == "grpc" else 80)
+    return url, parts.hostname or "localhost", parts.port or default  # .port raises ValueError for a bad port
+
+
+def _no_collector(host: str, port: int) -> str | None:
+    """Why nothing can be sent to ``host:port`` (connection refused, unknown host...), or None."""
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
 
 
 def _replay(directory, args: argparse.Namespace) -> int:
@@ -44,8 +73,22 @@ def _replay(directory, args: argparse.Namespace) -> int:
     endpoint = args.endpoint
     if endpoint and protocol == "http/protobuf" and not endpoint.rstrip("/").endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"
+    if not spool_files(directory):
+        Console().print(f"no segments in {directory}: nothing to send")
+        return EXIT_OK
     if not endpoint and env.otlp_protocol() is None:
         print("no collector: pass --endpoint or set OTEL_EXPORTER_OTLP_ENDPOINT", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        url, host, port = _collector_address(protocol, endpoint)
+    except ValueError as exc:
+        print(f"no collector: the endpoint {endpoint or 'in OTEL_EXPORTER_OTLP_*'} is not a URL ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+    why = _no_collector(host, port)
+    if why is not None:
+        left = len(spool_files(directory))
+        print(f"no collector listening at {url} ({why}); nothing sent, {left} segment(s) left in {directory}",
+              file=sys.stderr)
         return EXIT_USAGE
     exporter = otlp_exporter(protocol, endpoint)
     try:
@@ -65,7 +108,10 @@ def _replay(directory, args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    spool = sub.add_parser("spool", help="inspect or re-send the durable OTLP spool")
+    spool = sub.add_parser("spool", help="inspect or re-send the durable OTLP spool",
+                           description="Inspect (status) or re-send (replay) the durable OTLP spool. Exit codes: 0 ok, "
+                           "1 unreadable lines (status) or the collector refused a batch (replay), 2 no such spool "
+                           "directory or no collector.")
     commands = spool.add_subparsers(dest="spool_command", required=True)
     default = "spool directory (default: $ORCH_OTEL_SPOOL_DIR or ./orch-spool)"
     status = commands.add_parser("status", help="list spool segments and their spans")

@@ -1,4 +1,5 @@
-"""``orch-otel validate``: per-file, per-line errors; exit 1 on any error."""
+"""``orch-otel validate``: per-file, per-line errors. Exit codes: 0 all valid,
+1 some trace invalid, 2 a named file is missing or no trace was found."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from rich.console import Console
 
 from ..tracefiles import read_lines, trace_files
 from ..validation import trace_errors
-
-EXIT_OK, EXIT_INVALID, EXIT_NO_INPUT = 0, 1, 2
+from .options import EXIT_INVALID, EXIT_OK
+from .options import EXIT_USAGE as EXIT_NO_INPUT
 
 
 def run_validate(paths: list[str]) -> int:
@@ -31,13 +32,19 @@ def run_validate(paths: list[str]) -> int:
     if not files or traces == 0:
         print("no traces found", file=sys.stderr)
         return EXIT_NO_INPUT
-    verdict = "[green]valid[/green]" if not (bad or missing) else f"[red]{bad} invalid[/red]"
-    console.print(f"{traces} trace(s) in {len(files)} file(s): {verdict}")
-    return EXIT_INVALID if bad or missing else EXIT_OK
+    verdict = "[green]valid[/green]" if not bad else f"[red]{bad} invalid[/red]"
+    console.print(f"{traces} trace(s) in {len(files) - len(missing)} file(s): {verdict}"
+                  + (f" ({len(missing)} missing)" if missing else ""))
+    if missing:
+        return EXIT_NO_INPUT
+    return EXIT_INVALID if bad else EXIT_OK
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="check trace files against the schema and the trace contract")
+    p = sub.add_parser("validate", help="check trace files against the schema and the trace contract",
+                       description="Check trace files against the schema and the trace contract; errors are printed "
+                       "as file:line: reason. Exit codes: 0 all valid, 1 some trace invalid, 2 a named file is missing "
+                       "or no trace was found.")
     p.add_argument("paths", nargs="+", help="trace files (*.jsonl) or directories")
 
 

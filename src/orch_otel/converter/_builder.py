@@ -15,11 +15,13 @@ from ..vocabulary import (
     FORCED_STOP_REASONS,
     HUMAN_AGENT,
     INSTRUMENTATION_NAME,
+    ROLE_TARGET,
     Attr,
     Channel,
     DecisionKind,
     EventKind,
     Operation,
+    RewardUnit,
     SpanEvent,
     Status,
     StopReason,
@@ -375,8 +377,9 @@ class _Builder:
                 return
             key = str(attrs.get(Attr.REWARD_NAME) or "reward")
             target = _text(attrs.get(Attr.REWARD_TARGET))
-            if target is not None:  # a reward for one agent (or role, tool...): "name@target"
-                key = f"{key}@{target}"
+            if target is not None:  # a reward for one agent: "name@target"; for a role: "name@role:target"
+                role = _text(attrs.get(Attr.REWARD_UNIT)) == RewardUnit.ROLE.value
+                key = f"{key}@{ROLE_TARGET if role else ''}{target}"
             self.rewards[key] = self.rewards.get(key, 0.0) + value
 
     def _collect_content(self, attrs: Mapping[str, Any]) -> None:

@@ -8,8 +8,9 @@ For a unit ``u`` made of steps ``S(u)`` by agent ``a`` (docs/datasets.md#credit)
 - ``discounted``: ``R * gamma ** d(u)``, ``d(u)`` = steps in the trace after
   the unit's last step (the final steps get most, early ones less).
 - ``per_agent``:  ``C(a) * |S(u)| / steps(a)``, where ``C(a)`` is the reward
-  given to agent ``a`` (``NAME@a`` rewards) when the run or the outcomes gave
-  one, else ``R * steps(a) / total steps`` (the team reward split by work).
+  given to agent ``a`` (``NAME@a`` rewards, and its share of ``NAME@role:r``
+  rewards for its role ``r``) when the run or the outcomes gave one, else
+  ``R * steps(a) / total steps`` (the team reward split by work).
 - ``token``: a turn's credit divided by its output tokens.
 
 An agent that ran several times (instances ``name#k``: parallel ``Send``
@@ -25,6 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from ..vocabulary import ROLE_TARGET
 from .metrics import StepCounts, is_step
 
 STRATEGIES = ("broadcast", "discounted", "per_agent")
@@ -33,6 +35,30 @@ UNITS = ("team", "orchestrator", "role", "agent", "turn", "message", "tool_call"
 
 def credit_columns(strategies: Sequence[str]) -> list[str]:
     return [f"credit_{s}" for s in strategies]
+
+
+def _targeted(events: list[dict[str, Any]], steps: StepCounts, rewards: dict[str, float]) -> dict[str, float]:
+    """Each agent's own reward: ``NAME@AGENT`` rewards, plus its share of
+    ``NAME@role:ROLE`` rewards (split between the agents playing ROLE by their
+    steps; a role no agent with steps plays gets nothing)."""
+    targeted: dict[str, float] = defaultdict(float)
+    roles: dict[str, str] = {}
+    for name, value in rewards.items():
+        if "@" not in name:
+            continue
+        target = name.rsplit("@", 1)[1]
+        if not target.startswith(ROLE_TARGET):
+            targeted[target] += value
+            continue
+        if not roles:
+            for e in events:
+                if e.get("role") and e.get("agent"):
+                    roles.setdefault(str(e["agent"]), str(e["role"]))
+        players = {a: n for a, n in steps.by_agent.items() if n and roles.get(a) == target[len(ROLE_TARGET):]}
+        total = sum(players.values())
+        for agent, n in players.items():
+            targeted[agent] += value * n / total
+    return targeted
 
 
 class Credit:
@@ -50,10 +76,7 @@ class Credit:
             after[i] = count
             count += is_step(events[i])
         self._after = after
-        targeted: dict[str, float] = defaultdict(float)
-        for name, value in rewards.items():
-            if "@" in name:
-                targeted[name.rsplit("@", 1)[1]] += value
+        targeted = _targeted(events, steps, rewards)
         self.agent_credit: dict[str, float | None] = {}
         for agent, n in steps.by_agent.items():
             if agent in targeted:

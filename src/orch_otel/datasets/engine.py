@@ -6,6 +6,7 @@ outputs are identical."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -16,13 +17,21 @@ import orjson
 
 from .analysis import VIEWS, Config, prepare
 from .reader import BadTrace, ContentStore, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
-from .rewards import OutcomeError
+from .rewards import OutcomeError, unknown_reward_terms
 from .schema import columns
 from .views import BUILDERS, ContentMissing
-from .writers import open_writer, output_path
+from .writers import open_writer, output_path, partial_path
 
 ENGINES = ("local", "ray")
 _REF_KEYS = ("content_ref", "input_ref", "tools_ref")
+
+
+class NoTraces(ValueError):
+    """The inputs hold no trace line at all (no file, or only empty files)."""
+
+
+class AllRejected(ValueError):
+    """Every line read was rejected: there is nothing to write."""
 
 
 @dataclass
@@ -31,7 +40,7 @@ class Summary:
     format: str
     engine: str
     output: str
-    traces_read: int = 0
+    traces_read: int = 0  # lines that are traces (rejected lines that are not traces are not counted)
     traces_used: int = 0
     rows_written: int = 0
     rejects: int = 0
@@ -59,8 +68,10 @@ def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str
         return {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "missing_content": str(exc)}
     except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
         return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
-                "line": line.raw.decode("utf-8", "replace")}
+                "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
     result = {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "rows": rows}
+    if config.reward is not None:  # for the check that every --reward term names something
+        result["reward_names"] = sorted(prepared.rewards)
     if config.view == "traces":
         refs = {e[k] for e in trace["events"] for k in _REF_KEYS if e.get(k)}
         result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
@@ -102,9 +113,15 @@ def build(
 
     A trace whose LLM calls lack captured content gives no chat / triplets
     rows: it is skipped and counted (``Summary.traces_skipped``,
-    ``skipped_trace_ids``). Raises ``ContentMissing`` for such a trace when
-    ``strict``, and ``OutcomeError`` (outcome rows that match no trace); in
-    both cases no dataset file is left in place.
+    ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``.
+
+    Raises ``NoTraces`` (no trace line in the inputs), ``AllRejected`` (every
+    line rejected), ``RewardSpecError`` (a ``--reward`` term that names no
+    reward or metric), ``ContentMissing`` (``strict``) and ``OutcomeError``
+    (outcome rows that match no trace). Every output (dataset, rejects,
+    content copy, summary) is written under a hidden partial name and moved
+    into place only on success, so on any of these errors the previous
+    outputs in ``outdir`` stay as they were.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -113,15 +130,20 @@ def build(
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
     out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: not a folder; -o names the folder to write the dataset into")
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     store = ContentStore(content_dirs(inputs))
     summary = Summary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
-    rejects = RejectSink(out / f"{config.view}.rejects.jsonl")
+    rejects_path = out / f"{config.view}.rejects.jsonl"
+    rejects = RejectSink(partial_path(rejects_path))
     rejects.path.unlink(missing_ok=True)
     writer = open_writer(out, config.view, fmt, columns(config))
     contents = _ContentCopy(out) if config.view == "traces" else None
     trace_ids: set[str] = set()
     task_ids: set[str] = set()
+    reward_names: set[str] = set()
     ok = False
     try:
         if engine == "ray":
@@ -131,10 +153,11 @@ def build(
         else:
             results = _local_results(inputs, config, store, out.resolve())
         for result in results:
-            summary.traces_read += 1
             if "reject" in result:
+                summary.traces_read += bool(result.get("is_trace"))
                 rejects.add(result["where"], result["reject"], result["line"].encode())
             elif "missing_content" in result:
+                summary.traces_read += 1
                 if strict:
                     raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
                 summary.traces_skipped += 1
@@ -143,8 +166,10 @@ def build(
                     trace_ids.add(result["trace_id"])
                     task_ids.add(result["task_id"])
             else:
+                summary.traces_read += 1
                 summary.traces_used += 1
                 writer.write(result["rows"])
+                reward_names.update(result.get("reward_names", ()))
                 if config.outcomes is not None:
                     trace_ids.add(result["trace_id"])
                     task_ids.add(result["task_id"])
@@ -152,6 +177,16 @@ def build(
                     contents.add(result["contents"])
             if progress is not None:
                 progress(result)
+        if not summary.traces_used and not summary.traces_skipped:
+            if not rejects.count:
+                raise NoTraces(f"no trace found in {', '.join(inputs)} (trace files are *.jsonl, one trace per line, "
+                               "as written by orch_otel.instrument() or `orch-otel convert`)")
+            raise AllRejected(f"all {rejects.count} line(s) read were rejected (reasons above): no trace to build "
+                              f"{config.view} rows from")
+        if config.reward is not None:
+            unknown = unknown_reward_terms(config.reward, reward_names, config.outcome_fields)
+            if unknown:
+                raise unknown
         if config.outcomes is not None:
             summary.unknown_outcomes = config.outcomes.unknown(trace_ids, task_ids)
             if summary.unknown_outcomes and not allow_unknown_outcomes:
@@ -167,13 +202,30 @@ def build(
         writer.close(ok)
         rejects.close()
         if contents is not None:
-            contents.close()
+            contents.close(ok)
         store.close()
+        if ok:
+            _put_in_place(rejects.path, rejects_path)
+        else:
+            rejects.path.unlink(missing_ok=True)
+            if created:
+                with contextlib.suppress(OSError):  # the folder this run made, if still empty
+                    out.rmdir()
     summary.rows_written = writer.rows
     summary.rejects = rejects.count
-    summary.rejects_path = str(rejects.path) if rejects.count else None
-    (out / f"{config.view}.summary.json").write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
+    summary.rejects_path = str(rejects_path) if rejects.count else None
+    summary_path = out / f"{config.view}.summary.json"
+    partial_path(summary_path).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
+    os.replace(partial_path(summary_path), summary_path)
     return summary
+
+
+def _put_in_place(partial: Path, final: Path) -> None:
+    """This run's file over the old one; no file this run: the old one goes (it described another run)."""
+    if partial.exists():
+        os.replace(partial, final)
+    else:
+        final.unlink(missing_ok=True)
 
 
 class _ContentCopy:
@@ -182,7 +234,8 @@ class _ContentCopy:
 
     def __init__(self, outdir: Path):
         self.path = outdir / "content" / "content-traces.jsonl"
-        self.path.unlink(missing_ok=True)
+        self.partial = partial_path(self.path)
+        self.partial.unlink(missing_ok=True)
         self.seen: set[str] = set()
         self._handle = None
 
@@ -192,10 +245,14 @@ class _ContentCopy:
                 continue
             self.seen.add(ref)
             if self._handle is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = open(self.path, "wb")
+                self.partial.parent.mkdir(parents=True, exist_ok=True)
+                self._handle = open(self.partial, "wb")
             self._handle.write(orjson.dumps({"ref": ref, "text": text}) + b"\n")
 
-    def close(self) -> None:
+    def close(self, ok: bool = True) -> None:
         if self._handle is not None:
             self._handle.close()
+        if ok:
+            _put_in_place(self.partial, self.path)
+        else:
+            self.partial.unlink(missing_ok=True)

@@ -28,6 +28,16 @@ STEP_TYPES = frozenset({
 _COORDINATION = frozenset({EventKind.ORCHESTRATOR_DECISION.value, EventKind.AGGREGATE.value})
 
 
+# Every metric compute_metrics or prepare can give a trace (some only when they apply: tool_success_rate
+# with tool calls, cost_usd with prices, task_success with a success reward). A --reward term may name any.
+METRIC_NAMES = (
+    "total_steps", "critical_steps", "parallelism_speedup", "parallelism_efficiency", "protocol_overhead",
+    "tool_success_rate", "error_amplification", "cost_tokens", "cost_input_tokens", "cost_output_tokens",
+    "cost_llm_calls", "cost_tool_calls", "cost_wall_clock_s", "cost_usd", "stop_voluntary", "task_success",
+    "stop_efficiency",
+)
+
+
 def is_step(event: dict[str, Any]) -> bool:
     return event.get("type") in STEP_TYPES
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tracefiles import read_lines
+from .metrics import METRIC_NAMES
 
 KEYS = ("trace_id", "task_id")
 SUCCESS_NAMES = ("task_success", "success")
@@ -163,6 +164,22 @@ class RewardSpec:
             else:
                 return None
         return total
+
+
+def unknown_reward_terms(spec: RewardSpec, reward_names: set[str], outcome_fields: list[str]) -> RewardSpecError | None:
+    """The error for ``spec`` terms that name no metric, no outcome field and
+    no reward of any trace read (a typo such as ``sucess``), or None. A term
+    that some traces lack is fine: their ``reward`` is null."""
+    known = set(METRIC_NAMES) | set(outcome_fields) | reward_names
+    unknown = [name for name, _ in spec.terms if name not in known]
+    if not unknown:
+        return None
+    rewards = sorted(reward_names | set(outcome_fields))
+    return RewardSpecError(
+        f"--reward: unknown name(s) {', '.join(map(repr, unknown))}: no trace read has such a reward and no metric "
+        f"has that name. Rewards in these traces (and outcomes): {', '.join(rewards) or 'none'}. "
+        f"Metrics: {', '.join(METRIC_NAMES)}"
+    )
 
 
 def merge_rewards(emitted: dict[str, float], outcome: dict[str, float] | None) -> dict[str, float]:

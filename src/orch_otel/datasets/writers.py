@@ -17,6 +17,11 @@ FORMATS = ("jsonl", "parquet", "hf")
 BATCH_ROWS = 2_000
 
 
+def partial_path(path: Path) -> Path:
+    """Where an output is written until the run succeeds: hidden, beside it."""
+    return path.with_name(f".{path.name}.partial")
+
+
 def output_path(outdir: str | os.PathLike[str], view: str, fmt: str) -> Path:
     suffix = {"jsonl": ".jsonl", "parquet": ".parquet", "hf": ""}[fmt]
     return Path(outdir) / f"{view}{suffix}"
@@ -36,7 +41,7 @@ def _need(module: str, fmt: str):
 class JsonlWriter:
     def __init__(self, path: Path, columns: list[tuple[str, str]]):
         self.path = path
-        self.tmp = path.with_name(f".{path.name}.partial")
+        self.tmp = partial_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._handle: IO[bytes] = open(self.tmp, "wb")
         self.rows = 0
@@ -73,7 +78,7 @@ class ParquetWriter:
         from .schema import arrow_schema
 
         self.path = path
-        self.tmp = path.with_name(f".{path.name}.partial")
+        self.tmp = partial_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.schema = arrow_schema(columns)
         self.json_cols = [name for name, kind in columns if kind == "json"]
@@ -110,7 +115,7 @@ class HFWriter:
     def __init__(self, path: Path, columns: list[tuple[str, str]]):
         self.datasets = _need("datasets", "hf")
         self.path = path
-        self.work = path.with_name(f".{path.name}.partial")
+        self.work = partial_path(path)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         self._parquet = ParquetWriter(self.work / "rows.parquet", columns, fmt="hf")
@@ -138,9 +143,12 @@ class HFWriter:
                 finally:
                     if bars:
                         hf_logging.enable_progress_bar()
-                if self.path.exists():
-                    shutil.rmtree(self.path)
+                old = self.path.with_name(f".{self.path.name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                if self.path.exists():  # moved aside, not deleted, until the new folder is in place
+                    os.replace(self.path, old)
                 os.replace(staged, self.path)
+                shutil.rmtree(old, ignore_errors=True)
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 

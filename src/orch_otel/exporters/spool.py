@@ -268,6 +268,8 @@ class ReplayResult:
 
 
 def _pid_alive(pid: int) -> bool:
+    if pid <= 0:  # os.kill(0, ...) would signal our own process group
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -289,8 +291,7 @@ def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include
     result = ReplayResult()
     files = spool_files(directory)
     for index, path in enumerate(files):
-        pid = int(path.name.split("-")[2])
-        if not include_live and CLOSED not in path.name and _pid_alive(pid):
+        if not include_live and CLOSED not in path.name and _pid_alive(_writer_pid(path)):
             result.skipped_live += 1
             continue
         batch: list[ReadableSpan] = []
@@ -312,6 +313,14 @@ def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include
         path.unlink()
         result.files_done += 1
     return result
+
+
+def _writer_pid(path: Path) -> int:
+    """The pid in a segment name (``wal-<ns>-<pid>-<seq>.spool``); 0 (no live writer) when it has none."""
+    try:
+        return int(path.name.split("-")[2])
+    except (IndexError, ValueError):
+        return 0
 
 
 def _replay_batch(exporter: SpanExporter, batch: list[ReadableSpan], result: ReplayResult) -> bool:

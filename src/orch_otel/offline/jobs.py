@@ -50,8 +50,10 @@ def _job(job: int, jobs: int, files: list[str], part: str, options: Options, res
         on_bytes = (lambda path, n: progress.put((str(path), n))) if progress is not None else None
         try:
             run_local([Path(f) for f in files], outputs, options, summary, on_bytes, shard=(job, jobs))
-        finally:
-            outputs.close()
+        except BaseException:
+            outputs.discard()
+            raise
+        outputs.commit()
         results.put((job, summary, None))
     except BaseException:  # reported by the parent, which stops the run
         results.put((job, None, traceback.format_exc()))

@@ -11,6 +11,10 @@ Outputs, for ``-o OUT.jsonl``:
   ``file@offset``, or ``trace <id>``), ``reason``, ``kind`` (``record`` or
   ``span``) and ``raw`` (the input as read) or ``span`` (a span-dump record).
 
+All three are written under hidden ``.NAME.partial`` names and moved into
+place only when the run read something usable; a run that fails or reads
+nothing leaves the previous outputs as they were.
+
 Balance: ``spans == converted_spans + quarantined_spans + duplicates``; bad
 records whose spans cannot be counted (malformed lines, truncated messages)
 are counted in ``bad_records``.
@@ -18,6 +22,7 @@ are counted in ``bad_records``.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import shutil
@@ -89,25 +94,40 @@ def content_path(out: Path) -> Path:
     return out.parent / "content" / f"content-{out.stem}.jsonl"
 
 
+def partial_path(path: Path) -> Path:
+    """Where an output is written until the run succeeds: hidden, beside it
+    (directory inputs skip hidden files, so it is never read back)."""
+    return path.with_name(f".{path.name}.partial")
+
+
 class Outputs:
-    """Writes traces, contents and quarantined records for one ``OUT``."""
+    """Writes traces, contents and quarantined records for one ``OUT``.
+
+    Everything goes to hidden ``.NAME.partial`` files first; :meth:`commit`
+    moves them into place (and removes an old quarantine or content file the
+    new run has none of), :meth:`discard` removes them. Until ``commit``,
+    an earlier run's outputs stay byte for byte."""
 
     def __init__(self, out: Path, quarantine: Path | None = None, *,
                  on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000):
+        if out.is_dir():
+            raise IsADirectoryError(f"{out}: is a directory; -o names the trace file to write (e.g. {out}/traces.jsonl)")
         self.out = out
         self.quarantine = quarantine or quarantine_path(out)
         self.contents = content_path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        for stale in (self.quarantine, self.contents):
-            if stale.exists():
-                stale.unlink()
-        self._traces: IO[bytes] = open(out, "wb")
+        self._partials = {final: partial_path(final) for final in (self.out, self.quarantine, self.contents)}
+        for stale in self._partials.values():  # left by a killed run
+            stale.unlink(missing_ok=True)
+        self._traces: IO[bytes] = open(self._partials[out], "wb")
         self._q: IO[bytes] | None = None
-        self._contents = ContentStore(self.contents, append=False, limit=max_remembered_refs)
+        self._contents = ContentStore(self._partials[self.contents], append=False, limit=max_remembered_refs)
         self.on_problem = on_problem
+        self._closed = False
+        self._content_dir_existed = self.contents.parent.exists()
 
     def paths(self) -> set[Path]:
-        return {p.resolve() for p in (self.out, self.quarantine, self.contents)}
+        return {p.resolve() for pair in self._partials.items() for p in pair}
 
     def trace(self, line: bytes, contents: dict[str, str]) -> None:
         if contents:
@@ -129,7 +149,7 @@ class Outputs:
 
     def _quarantine_file(self) -> IO[bytes]:
         if self._q is None:  # created only when something is quarantined
-            self._q = open(self.quarantine, "wb")
+            self._q = open(self._partials[self.quarantine], "wb")
         return self._q
 
     def absorb(self, part: Path) -> None:
@@ -151,11 +171,33 @@ class Outputs:
                     item = orjson.loads(line)
                     self._contents.add({item["ref"]: item["text"]})
 
-    def close(self) -> None:
+    def _close_files(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._traces.close()
         if self._q is not None:
             self._q.close()
         self._contents.close()
+
+    def commit(self) -> None:
+        """Move this run's files into place; an old quarantine or content
+        file with no counterpart in this run is removed (it described another run)."""
+        self._close_files()
+        for final, partial in self._partials.items():
+            if partial.exists():
+                os.replace(partial, final)
+            elif final != self.out:
+                final.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        """Remove this run's files; the previous outputs stay as they were."""
+        self._close_files()
+        for partial in self._partials.values():
+            partial.unlink(missing_ok=True)
+        if not self._content_dir_existed:
+            with contextlib.suppress(OSError):  # the content folder this run created, if still empty
+                self.contents.parent.rmdir()
 
 
 def _fallback(value: Any) -> Any:
@@ -305,15 +347,16 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
     if engine == "ray" and options.jobs != 1:
         raise ValueError("--jobs is for the local engine; Ray schedules its own workers")
     jobs = job_count(options.jobs)
+    files, missing = input_files(inputs)
+    if missing:  # a mistyped name: fail before touching the outputs
+        raise FileNotFoundError(f"{missing[0]}: no such file or directory")
     summary = Summary()
     out_path = Path(out)
     outputs = Outputs(out_path, Path(quarantine) if quarantine else None, on_problem=on_problem)
+    ok = False
     try:
-        files, missing = input_files(inputs)
         own = outputs.paths()
         files = [f for f in files if f.resolve() not in own]
-        for path in missing:
-            outputs.problem(Problem(str(path), "no such file or directory"), summary)
         if on_files is not None:
             on_files(files)
         if engine == "ray":
@@ -324,6 +367,10 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
             run_jobs(files, outputs, options, summary, on_bytes)
         else:
             run_local(files, outputs, options, summary, on_bytes)
+        ok = summary.exit_code != EXIT_NO_INPUT  # nothing usable read: the old outputs stay
     finally:
-        outputs.close()
+        if ok:
+            outputs.commit()
+        else:
+            outputs.discard()
     return summary

@@ -33,7 +33,9 @@ from .records import BadField, Chunk, Problem, from_dump
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZSTD_SUFFIXES = (".zst", ".zstd")
-INPUT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp", ".bin", ".spans"})
+# ".spool": segments of the durable export spool (orch_otel.exporters.spool), span dumps one per line
+INPUT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp", ".bin", ".spans", ".spool"})
+FORMATS_READ = "OTLP JSON lines, length-prefixed OTLP protobuf (zstd or not), span dumps and spool segments"
 MAX_MESSAGE_BYTES = 1 << 30
 _PROGRESS_EVERY = 512
 
@@ -114,13 +116,31 @@ def decode_json(value: object, chunk: Chunk) -> None:
         except BadField as exc:
             chunk.problems.append(Problem(chunk.where, f"span dump: {exc}", value, is_span=True))
     else:
-        chunk.problems.append(Problem(chunk.where, "neither an OTLP TracesData object (resourceSpans) nor a span dump record",
-                                      value))
+        what = not_spans(value)
+        reason = (f"{what[0]}, not a span: {what[2]}" if what else
+                  "neither an OTLP TracesData object (resourceSpans) nor a span dump record")
+        chunk.problems.append(Problem(chunk.where, reason, value))
+
+
+def not_spans(value: dict) -> tuple[str, str, str] | None:
+    """(what one such record is, what a file of them is, what to do) for
+    records that are another command's output, not span input."""
+    if isinstance(value.get("events"), list) and "trace_id" in value and "task_id" in value:
+        return ("a converted trace", "converted traces",
+                "use `orch-otel validate`, `orch-otel show` or `orch-otel dataset` on it")
+    if set(value) == {"ref", "text"}:
+        return ("a content store record", "content store records (captured content)",
+                "it is read with the trace file it belongs to (`orch-otel dataset`)")
+    if {"where", "reason", "kind"} <= set(value):
+        return ("a quarantine record", "quarantine records of an earlier convert",
+                "each record's `raw` field holds the bad input; fix that and convert it again")
+    return None
 
 
 def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
     name = str(path)
     loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
+    first = True
     for lineno, line in enumerate(stream, start=1):
         if len(line) < 4 and not line.strip():
             continue
@@ -130,6 +150,11 @@ def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) ->
         except JSONDecodeError as exc:
             chunk.problems.append(Problem(chunk.where, f"malformed JSON: {exc}", line.decode("utf-8", "replace").rstrip("\n")))
         else:
+            what = not_spans(value) if first and type(value) is dict else None
+            if what is not None:  # a whole file of another command's output: one problem, not one per line
+                yield Chunk(name, problems=[Problem(name, f"this is a file of {what[1]}, not spans; {what[2]}")])
+                return
+            first = False
             decode_json(value, chunk)
             del value  # free the parsed line before the consumer runs: its objects would crowd the CPU cache
         yield chunk
@@ -146,16 +171,33 @@ def _messages(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None)
             yield Chunk(where, problems=[Problem(where, f"truncated length prefix ({len(head)} of 4 bytes)", _b64(head))])
             return
         size = int.from_bytes(head, "big")
+        text = offset == 0 and _looks_like_text(head)  # a text file, most likely: say so, not "bad length"
+        if text and size > MAX_MESSAGE_BYTES:
+            yield _not_a_span_log(path, head)
+            return
         if size > MAX_MESSAGE_BYTES:
             yield Chunk(where, problems=[Problem(where, f"implausible message length {size}: not a length-prefixed "
                                                  "OTLP file, or corrupt; the rest of the file is skipped", _b64(head))])
             return
         payload = stream.read(size)
+        if text and len(payload) < size:
+            yield _not_a_span_log(path, head)
+            return
         if len(payload) < size:
             yield Chunk(where, problems=[Problem(where, f"truncated message: {len(payload)} of {size} bytes", _b64(payload))])
             return
         offset += 4 + size
         yield decode_payload(payload, where, keep)
+
+
+def _not_a_span_log(path: Path, head: bytes) -> Chunk:
+    reason = (f"not a span log: neither JSON lines nor length-prefixed OTLP (it starts with {head!r}); "
+              f"convert reads {FORMATS_READ}")
+    return Chunk(str(path), problems=[Problem(str(path), reason, _b64(head))])
+
+
+def _looks_like_text(head: bytes) -> bool:
+    return all(32 <= b < 127 or b in (9, 10, 13) for b in head)
 
 
 def decode_payload(payload: bytes, where: str, keep: Callable[[str], bool] | None = None) -> Chunk:
