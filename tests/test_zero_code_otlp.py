@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from importlib.metadata import entry_points
 
 import pytest
 from otlp_receiver import OTLPReceiver, free_port
-from zero_code_support import APP, APP_SPANS, APP_TASK_IDS, spooled_names, written_task_ids
+from zero_code_support import APP, APP_SPANS, APP_TASK_IDS, assert_zero_code_installed, spooled_names, written_task_ids
 
 from orch_otel.exporters.spool import spool_files
 
 
 @pytest.fixture(scope="module", autouse=True)
-def zero_code_entry_points():
-    """The subprocesses find orch-otel through the installed metadata, not the source tree."""
-    exporter = {ep.name: ep.value for ep in entry_points(group="opentelemetry_traces_exporter")}.get("orch_otel")
-    hook = {ep.name: ep.value for ep in entry_points(group="opentelemetry_pre_instrument")}.get("orch_otel")
-    assert (exporter, hook) == ("orch_otel.zero_code:ZeroCodeExporter", "orch_otel.zero_code:retire_sdk_otlp_exporters"), (
-        "the installed orch-otel entry points are stale (pyproject.toml changed): pip install -e ."
-    )
+def zero_code_installed():
+    assert_zero_code_installed()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ spans it makes (counted by hand), and readers for what a run leaves on disk."""
 from __future__ import annotations
 
 from collections import Counter
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from orch_otel.exporters.spool import read_segment, spool_files
@@ -47,3 +48,13 @@ def spooled_names(spool_dir: Path) -> Counter:
             assert problem is None, problem
             names[record.name] += 1
     return names
+
+
+def assert_zero_code_installed() -> None:
+    """The subprocesses find orch-otel's zero-code hooks through the installed
+    metadata, not the source tree: fail clearly when it is older than pyproject.toml."""
+    exporter = {ep.name: ep.value for ep in entry_points(group="opentelemetry_traces_exporter")}.get("orch_otel")
+    hook = {ep.name: ep.value for ep in entry_points(group="opentelemetry_pre_instrument")}.get("orch_otel")
+    assert (exporter, hook) == ("orch_otel.zero_code:ZeroCodeExporter", "orch_otel.zero_code:retire_sdk_otlp_exporters"), (
+        "the installed orch-otel entry points are stale (pyproject.toml changed): pip install -e ."
+    )
