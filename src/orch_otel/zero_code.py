@@ -100,7 +100,8 @@ def retire_sdk_otlp_exporters() -> None:
             listed = ",".join(n for n in traces_exporter_names() if n in _OTLP_NAMES)
             _log.warning(
                 "orch-otel: OTEL_TRACES_EXPORTER lists %s and orch_otel; orch-otel sends OTLP itself, once and "
-                "through its spool, so the SDK's OTLP exporter is off. OTEL_TRACES_EXPORTER=orch_otel is enough",
+                "through its spool, so the SDK's OTLP exporter is off (OTEL_TRACES_EXPORTER=orch_otel with an "
+                "OTLP endpoint does the same)",
                 listed,
             )
     except Exception:
