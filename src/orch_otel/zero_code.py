@@ -58,8 +58,10 @@ class ZeroCodeExporter(TraceFileExporter):
         super().__init__()
         try:
             attach_otlp_export(trace.get_tracer_provider())
+        except RuntimeError as exc:  # the OTLP exporter is not installed
+            _log.warning("orch-otel: no OTLP export: %s", exc)
         except Exception:  # telemetry setup never breaks the app
-            _log.warning("orch-otel: could not set up OTLP export", exc_info=True)
+            _log.warning("orch-otel: could not set up OTLP export; trace files are still written", exc_info=True)
 
 
 def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
