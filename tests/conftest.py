@@ -94,19 +94,21 @@ def run_python(tmp_path):
 @pytest.fixture
 def run_zero_code(run_python):
     """Run a snippet under ``opentelemetry-instrument`` with only orch-otel's
-    trace-file exporter, writing traces to ``trace_dir``."""
+    trace-file exporter, writing traces to ``trace_dir``; ``env`` adds or
+    overrides variables (an OTLP endpoint, say)."""
     import shutil
 
     launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
     assert launcher, "opentelemetry-instrument must be installed next to this Python"
 
-    def run(code: str, trace_dir: Path):
-        env = {
+    def run(code: str, trace_dir: Path, env: dict | None = None):
+        full_env = {
             "OTEL_TRACES_EXPORTER": "orch_otel",
             "OTEL_METRICS_EXPORTER": "none",
             "OTEL_LOGS_EXPORTER": "none",
             "ORCH_OTEL_TRACE_DIR": str(trace_dir),
+            **(env or {}),
         }
-        return run_python(code, env=env, args=[launcher, sys.executable])
+        return run_python(code, env=full_env, args=[launcher, sys.executable])
 
     return run

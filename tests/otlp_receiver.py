@@ -1,10 +1,12 @@
-"""A minimal OTLP/HTTP trace receiver on loopback, for export tests: it decodes
-real ExportTraceServiceRequest bodies and remembers span ids in arrival order."""
+"""A minimal OTLP trace receiver on loopback, for export tests: it decodes
+real ExportTraceServiceRequest messages (OTLP/HTTP protobuf, or OTLP/gRPC with
+``protocol="grpc"``) and remembers the spans in arrival order."""
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -20,30 +22,48 @@ def free_port() -> int:
 
 
 class OTLPReceiver:
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, protocol: str = "http/protobuf") -> None:
+        assert protocol in ("http/protobuf", "grpc"), protocol
         self.port = port
+        self.protocol = protocol
         self.span_ids: list[str] = []
         self.spans: list = []
         self.requests = 0
+        self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._grpc_server = None
+
+    @property
+    def base_url(self) -> str:
+        """What OTEL_EXPORTER_OTLP_ENDPOINT is set to."""
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/traces"
+        """The traces URL an OTLP/HTTP exporter posts to."""
+        return f"{self.base_url}/v1/traces"
+
+    def names(self) -> Counter:
+        return Counter(span.name for span in self.spans)
+
+    def _receive(self, request: ExportTraceServiceRequest) -> None:
+        with self._lock:
+            for resource_spans in request.resource_spans:
+                for scope_spans in resource_spans.scope_spans:
+                    for span in scope_spans.spans:
+                        self.spans.append(span)
+                        self.span_ids.append(span.span_id.hex())
+            self.requests += 1
 
     def start(self) -> OTLPReceiver:
+        if self.protocol == "grpc":
+            return self._start_grpc()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                request = ExportTraceServiceRequest.FromString(body)
-                for resource_spans in request.resource_spans:
-                    for scope_spans in resource_spans.scope_spans:
-                        for span in scope_spans.spans:
-                            receiver.spans.append(span)
-                            receiver.span_ids.append(span.span_id.hex())
-                receiver.requests += 1
+                receiver._receive(ExportTraceServiceRequest.FromString(body))
                 payload = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
@@ -58,7 +78,29 @@ class OTLPReceiver:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
+    def _start_grpc(self) -> OTLPReceiver:
+        from concurrent import futures
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+        receiver = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request, context):  # noqa: N802 (gRPC service API)
+                receiver._receive(request)
+                return ExportTraceServiceResponse()
+
+        self._grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self._grpc_server)
+        self._grpc_server.add_insecure_port(f"127.0.0.1:{self.port}")
+        self._grpc_server.start()
+        return self
+
     def stop(self) -> None:
+        if self._grpc_server is not None:
+            self._grpc_server.stop(grace=None)
+            self._grpc_server = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -1,5 +1,6 @@
 """Export a multi-agent run to a real Arize Phoenix over OTLP/HTTP and OTLP/gRPC,
-read the spans back through its REST API, and compare them with what was sent."""
+read the spans back through its REST API, and compare them with what was sent;
+also the zero-code recipe (opentelemetry-instrument, OTEL_TRACES_EXPORTER=orch_otel)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 
 import orjson
 import pytest
@@ -20,8 +22,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_receiver import free_port
+from zero_code_support import APP, APP_SPANS, APP_TASK_IDS, assert_zero_code_installed, written_task_ids
 
 from orch_otel import Attr, Recorder, demo, get_recorder, set_recorder
+from orch_otel.exporters.spool import spool_files
 
 
 def phoenix_binary() -> str | None:
@@ -131,6 +135,24 @@ def test_phoenix_receives_the_span_tree_with_genai_and_orchestration_attributes(
     assert stop["attributes"][Attr.STOP_REASON] == "end"
     chats = [s for s in received.values() if s["name"].startswith("chat ")]
     assert len(chats) == 6 and all(s["attributes"][Attr.INPUT_TOKENS] > 0 for s in chats)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_zero_code_recipe_delivers_every_span_to_phoenix(phoenix, run_zero_code, tmp_path, protocol):
+    assert_zero_code_installed()
+    project = "zero-code-" + protocol.replace("/", "-")
+    env = {"OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}", "ORCH_OTEL_SPOOL_DIR": str(tmp_path / "spool")}
+    if protocol == "grpc":  # docs/otlp.md: the gRPC port, and the protocol said
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix["grpc"], OTEL_EXPORTER_OTLP_PROTOCOL="grpc")
+    else:  # the endpoint alone: http/protobuf by default
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix["base"])
+    result = run_zero_code(APP, tmp_path / "traces", env=env)
+    assert result.returncode == 0, result.stderr
+    received = phoenix_spans(phoenix["base"], project, sum(APP_SPANS.values()))
+    assert Counter(s["name"] for s in received) == APP_SPANS
+    assert len({s["context"]["span_id"] for s in received}) == 18
+    assert written_task_ids(tmp_path / "traces") == APP_TASK_IDS
+    assert spool_files(tmp_path / "spool") == []
 
 
 def test_span_kind_and_links_in_process(captured):

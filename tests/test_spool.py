@@ -201,3 +201,43 @@ def test_replay_leaves_the_spool_when_the_collector_is_still_down(tmp_path):
                              "--endpoint", f"http://127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "no collector listening" in result.stderr and "1 segment(s) left" in result.stderr
     assert len(spool_files(spool)) == 1
+
+
+class SlowCollectorExporter(SpanExporter):
+    """A collector that answers only after a minute. ``honours_shutdown``: like the
+    OTLP exporters between retries, shutdown() ends the wait (the batch fails);
+    otherwise the request hangs on regardless (a blackholed network)."""
+
+    def __init__(self, honours_shutdown: bool) -> None:
+        self.honours_shutdown = honours_shutdown
+        self.answer = threading.Event()
+        self.shut_down = False
+
+    def export(self, spans):
+        if self.answer.wait(60):
+            return SpanExportResult.FAILURE  # stopped before the collector answered
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self):
+        self.shut_down = True
+        if self.honours_shutdown:
+            self.answer.set()
+
+
+@pytest.mark.parametrize("honours_shutdown", [True, False], ids=["retrying", "hanging"])
+def test_exit_stops_waiting_for_a_slow_collector_and_the_spans_stay_spooled(tmp_path, caplog, honours_shutdown):
+    exporter = SlowCollectorExporter(honours_shutdown)
+    processor = DurableBatchSpanProcessor(exporter, tmp_path / "spool", shutdown_timeout_s=0.2,
+                                          schedule_delay_millis=60_000)
+    recorder, seen = pipeline(processor)
+    runs(recorder, 2)  # 6 spans, all still queued when the app exits
+    try:
+        with caplog.at_level(logging.WARNING):
+            processor.shutdown()
+        assert exporter.shut_down  # told to give up, long before the collector would have answered
+        spooled = [record.span_id for path in spool_files(tmp_path / "spool") for record, _ in read_segment(path)]
+        assert sorted(spooled) == sorted(ids(seen.get_finished_spans())) and len(spooled) == 6
+        assert processor.losses.total == 0
+        assert "orch-otel spool replay" in caplog.text
+    finally:
+        exporter.answer.set()  # let the abandoned export thread end

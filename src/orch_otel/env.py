@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,10 @@ unreachable). Default: ``./orch-spool``."""
 ORCH_OTEL_SPOOL_MAX_BYTES = "ORCH_OTEL_SPOOL_MAX_BYTES"
 """Bound of the spool on disk. Past it, spans whose export fails are lost and
 counted. Default: 268435456 (256 MiB)."""
+
+ORCH_OTEL_SHUTDOWN_TIMEOUT_MS = "ORCH_OTEL_SHUTDOWN_TIMEOUT_MS"
+"""How long exit waits for the collector to take the spans still unsent. Past
+it, they stay in the spool for ``orch-otel spool replay``. Default: 3000."""
 
 OTEL_EXPORTER_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -138,16 +143,29 @@ def queue_size() -> int:
     return _positive_int(ORCH_OTEL_QUEUE_SIZE, 65_536)
 
 
-def otlp_protocol() -> str | None:
-    """The OTLP protocol to export with, or None when no OTLP endpoint is set."""
-    if not (os.environ.get(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT)):
-        return None
+def otlp_endpoint_set() -> bool:
+    return bool(os.environ.get(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT))
+
+
+def otlp_protocol_setting(environ: Mapping[str, str] | None = None) -> str:
+    """The OTLP protocol ``environ`` (default: the process environment) asks
+    for: ``grpc`` or ``http/protobuf`` (the default, as OTLP specifies)."""
+    environ = os.environ if environ is None else environ
     raw = (
-        os.environ.get(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-        or os.environ.get(OTEL_EXPORTER_OTLP_PROTOCOL)
+        environ.get(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+        or environ.get(OTEL_EXPORTER_OTLP_PROTOCOL)
         or "http/protobuf"
     ).strip().lower()
     if raw in {"grpc", "http/protobuf"}:
         return raw
     _log.warning("orch-otel: unsupported OTLP protocol %r; using http/protobuf", raw)
     return "http/protobuf"
+
+
+def otlp_protocol() -> str | None:
+    """The OTLP protocol to export with, or None when no OTLP endpoint is set."""
+    return otlp_protocol_setting() if otlp_endpoint_set() else None
+
+
+def shutdown_timeout_s() -> float:
+    return _positive_int(ORCH_OTEL_SHUTDOWN_TIMEOUT_MS, 3_000) / 1000

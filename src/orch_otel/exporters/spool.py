@@ -25,6 +25,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .. import env
 from ..spans import SpanRecord, from_readable_span, record_from_dict, record_to_dict, to_readable_span
 from .batching import AccountedBatchSpanProcessor, LossReport
 
@@ -32,6 +33,7 @@ _log = logging.getLogger(__name__)
 SUFFIX = ".spool"
 CLOSED = ".closed"  # marks a segment its writer left behind on shutdown
 _MAX_BACKOFF_S = 30.0
+_ABORT_GRACE_S = 1.0  # after abort: time for the exporter to notice and the spool to close
 
 
 class _Segment:
@@ -156,9 +158,13 @@ class _SpoolingExporter(SpanExporter):
         self._backoff = retry_interval_s
         self._next_retry = 0.0
         self._lock = threading.Lock()
+        self.aborted = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._lock:
+            if self.aborted:  # exit gave up on the collector: keep everything for replay
+                self._keep(spans)
+                return SpanExportResult.FAILURE
             self._retry(force=False)
             if self.failed:  # older spans still wait: keep the order, don't send newer ones yet
                 self._keep(spans)
@@ -221,9 +227,21 @@ class _SpoolingExporter(SpanExporter):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self.inner.force_flush(timeout_millis)
 
+    def abort(self) -> None:
+        """Stop waiting for the collector (at exit): the exporter's own retries
+        end and later sends fail at once, so the unsent spans stay spooled."""
+        if self.aborted:
+            return
+        self.aborted = True
+        try:
+            self.inner.shutdown()
+        except Exception:
+            _log.debug("orch-otel: exporter shutdown failed", exc_info=True)
+
     def shutdown(self) -> None:
         with self._lock:
-            self._retry(force=True)
+            if not self.aborted:
+                self._retry(force=True)
             if self.failed:
                 _log.warning(
                     "orch-otel: %d span(s) could not be exported and remain in %s; "
@@ -231,15 +249,22 @@ class _SpoolingExporter(SpanExporter):
                     len(self.failed), self.spool.directory, self.spool.directory,
                 )
         self.spool.close()
-        self.inner.shutdown()
+        self.abort()
 
 
 class DurableBatchSpanProcessor(AccountedBatchSpanProcessor):
-    """A batch processor whose spans go to an on-disk spool first (see module doc)."""
+    """A batch processor whose spans go to an on-disk spool first (see module doc).
+
+    Shutdown (at exit) waits at most ``shutdown_timeout_s`` (default
+    ``$ORCH_OTEL_SHUTDOWN_TIMEOUT_MS``) for the collector: what it has not taken
+    by then stays in the spool, so a collector that is down never stalls exit
+    for the exporter's full retry schedule.
+    """
 
     def __init__(self, span_exporter: SpanExporter, spool_dir: str | os.PathLike[str], *,
                  max_spool_bytes: int = 256 * 1024 * 1024, retry_interval_s: float = 1.0,
-                 component: str | None = None, **kwargs) -> None:
+                 shutdown_timeout_s: float | None = None, component: str | None = None, **kwargs) -> None:
+        self.shutdown_timeout_s = env.shutdown_timeout_s() if shutdown_timeout_s is None else shutdown_timeout_s
         self.spool = SpanSpool(spool_dir, max_bytes=max_spool_bytes)
         losses = LossReport(component or type(span_exporter).__name__)
         self.sender = _SpoolingExporter(span_exporter, self.spool, losses, retry_interval_s)
@@ -256,6 +281,27 @@ class DurableBatchSpanProcessor(AccountedBatchSpanProcessor):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         flushed = super().force_flush(timeout_millis)
         return self.sender.retry_now() and flushed
+
+    def shutdown(self) -> None:
+        # Send what is queued and close the spool on a helper thread, so a dead or
+        # slow collector costs exit at most the timeout: then the exporter is told
+        # to give up and whatever it did not take stays in the spool.
+        try:
+            closer = threading.Thread(target=super().shutdown, name="orch-otel-spool-shutdown", daemon=True)
+            closer.start()
+        except RuntimeError:  # no new threads this late in interpreter shutdown
+            super().shutdown()
+            return
+        closer.join(self.shutdown_timeout_s)
+        if closer.is_alive():
+            self.sender.abort()
+            closer.join(_ABORT_GRACE_S)
+        if closer.is_alive():  # a request still hangs on the network: its spans are spooled already
+            _log.warning(
+                "orch-otel: the collector did not answer within %.1f s; the unsent spans remain in %s; "
+                "re-send them with: orch-otel spool replay %s",
+                self.shutdown_timeout_s, self.spool.directory, self.spool.directory,
+            )
 
 
 @dataclass

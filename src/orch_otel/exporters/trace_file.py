@@ -2,8 +2,8 @@
 span ends. Use it behind the SDK's ``BatchSpanProcessor`` (as ``instrument()``
 does) so conversion and file writes stay off the application's threads.
 
-Registered under the ``opentelemetry_traces_exporter`` entry point as
-``orch_otel``, so ``OTEL_TRACES_EXPORTER=orch_otel`` works with zero code.
+``OTEL_TRACES_EXPORTER=orch_otel`` (zero code) uses its subclass
+``orch_otel.zero_code.ZeroCodeExporter``, which adds spooled OTLP export.
 """
 
 from __future__ import annotations
