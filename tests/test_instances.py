@@ -89,8 +89,9 @@ def test_supervisor_turns_are_three_instances_in_order(captured):
     assert turns == ["supervisor#1", "supervisor#2", "supervisor#3"]
     assert [(d["instance"], d["to"]) for d in decisions_of(trace, "delegate")] == [
         ("supervisor#1", "math_expert"), ("supervisor#2", "research_expert")]
-    (stop,) = decisions_of(trace, "stop")
-    assert stop["instance"] == "supervision#1"  # the run root has an instance too
+    # the supervisor's last turn answers (its own stop), then the run root ends (it has an instance too)
+    assert [(d["agent"], d["instance"]) for d in decisions_of(trace, "stop")] == [
+        ("supervisor", "supervisor#3"), ("supervision", "supervision#1")]
 
 
 def test_autogen_relayed_message_is_the_speakers_work(captured):
@@ -229,5 +230,5 @@ def test_show_draws_one_node_per_instance_and_lets_you_pick_the_trace(captured, 
     assert f"showing {supervisor['trace_id']} ({path}:2)" in second.stderr
 
     missing = _show(str(path), "--trace-id", "nope")
-    assert missing.returncode == 1
+    assert missing.returncode == 2  # docs/cli.md: no such trace is a usage error
     assert f"no trace with id nope in {path}; its traces: {fanout['trace_id']}, {supervisor['trace_id']}" in missing.stderr
