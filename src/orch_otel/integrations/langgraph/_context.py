@@ -23,6 +23,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ...faults import log_fault
+
 _log = logging.getLogger(__name__)
 
 _TARGETS = (
@@ -61,16 +63,25 @@ class ContextPatch:
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         enter = self._enter
+        return call_then(original, lambda config, *args, **kwargs: enter(config), "entering a LangGraph run context")
 
-        def _set_config_context(config: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(config, *args, **kwargs)
-            try:
-                enter(config)
-            except Exception:  # telemetry never raises into the host
-                _log.debug("orch-otel: entering a LangGraph run context failed", exc_info=True)
-            return result
 
-        _set_config_context.__orch_otel_original__ = original  # type: ignore[attr-defined]
-        _set_config_context.__wrapped__ = original  # type: ignore[attr-defined]
-        _set_config_context.__doc__ = original.__doc__
-        return _set_config_context
+def call_then(original: Callable[..., Any], hook: Callable[..., Any], what: str) -> Callable[..., Any]:
+    """A stand-in for ``original`` that calls it, then ``hook`` with the same
+    arguments; a failing hook is logged (without content) and never reaches
+    the host. The stand-in names its original, so a second wrap is seen and
+    an undo can check it still holds its own."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        try:
+            hook(*args, **kwargs)
+        except Exception:  # telemetry never raises into the host
+            log_fault(_log, logging.DEBUG, "orch-otel: %s failed", what)
+        return result
+
+    wrapper.__orch_otel_original__ = original  # type: ignore[attr-defined]
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__doc__ = original.__doc__
+    wrapper.__name__ = getattr(original, "__name__", "wrapper")
+    return wrapper

@@ -40,6 +40,8 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from ._context import call_then
+
 _log = logging.getLogger(__name__)
 
 END = "__end__"
@@ -67,18 +69,10 @@ class GraphPatch:
             return  # already wrapped
         note = self._note
 
-        def _defaults(graph: Any, config: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(graph, config, *args, **kwargs)
-            try:  # the name Pregel.stream gives the run it starts next
-                note(str(config.get("run_name") or graph.get_name()), graph)
-            except Exception:  # telemetry never raises into the host
-                _log.debug("orch-otel: noting a LangGraph graph run failed", exc_info=True)
-            return result
+        def noted(graph: Any, config: Any, *args: Any, **kwargs: Any) -> None:
+            note(str(config.get("run_name") or graph.get_name()), graph)  # the name Pregel.stream gives its next run
 
-        _defaults.__orch_otel_original__ = original  # type: ignore[attr-defined]
-        _defaults.__wrapped__ = original  # type: ignore[attr-defined]
-        _defaults.__doc__ = original.__doc__
-        pregel._defaults = _defaults
+        pregel._defaults = call_then(original, noted, "noting a LangGraph graph run")
         self._original = (pregel, original)
 
     def undo(self) -> None:
