@@ -43,17 +43,20 @@ def decisions_of(trace: dict, decision: str) -> list[dict]:
     return [e for e in trace["events"] if e.get("decision") == decision]
 
 
-def instrumentor_fixture(instrumentor_class):
-    """A module-scoped autouse fixture: instrument with ``instrumentor_class``
-    for the module's tests, uninstrument after. Use as
-    ``instrumented = instrumentor_fixture(LangGraphInstrumentor)``."""
+def instrumentor_fixture(*instrumentor_classes):
+    """A module-scoped autouse fixture: instrument with each of
+    ``instrumentor_classes`` for the module's tests, uninstrument after. Use as
+    ``instrumented = instrumentor_fixture(LangGraphInstrumentor)``; it yields the
+    instrumentor (the list of them when given several)."""
 
     @pytest.fixture(scope="module", autouse=True)
     def instrumented():
-        instrumentor = instrumentor_class()
-        instrumentor.instrument()
-        yield instrumentor
-        instrumentor.uninstrument()
+        instrumentors = [cls() for cls in instrumentor_classes]
+        for instrumentor in instrumentors:
+            instrumentor.instrument()
+        yield instrumentors[0] if len(instrumentors) == 1 else instrumentors
+        for instrumentor in reversed(instrumentors):
+            instrumentor.uninstrument()
 
     return instrumented
 

@@ -8,7 +8,7 @@ import fidelity_cases_autogen
 import fidelity_cases_custom
 import fidelity_cases_langgraph
 import pytest
-from conftest import check_trace
+from conftest import check_trace, instrumentor_fixture
 from fidelity import Case, assert_faithful
 from offline_support import json_lines
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -27,14 +27,7 @@ def _case_id(case: Case) -> str:
     return f"{case.framework}:{case.truth.app}"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def instrumented():
-    instrumentors = [LangGraphInstrumentor(), AutoGenInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument()
-    yield
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+instrumented = instrumentor_fixture(LangGraphInstrumentor, AutoGenInstrumentor)
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,13 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import pytest
+from conftest import instrumentor_fixture
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from orch_otel import Attr, ContentPolicy, redact_secrets
+from orch_otel.integrations.autogen import AutoGenInstrumentor
+from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.recorder import get_recorder
 from orch_otel.redaction import _PATTERNS
 
@@ -207,17 +210,7 @@ def _approval_app():
     return graph.compile(checkpointer=MemorySaver(), name="approval")
 
 
-@pytest.fixture(scope="module")
-def both_frameworks():
-    from orch_otel.integrations.autogen import AutoGenInstrumentor
-    from orch_otel.integrations.langgraph import LangGraphInstrumentor
-
-    instrumentors = [LangGraphInstrumentor(), AutoGenInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument()
-    yield
-    for instrumentor in instrumentors:
-        instrumentor.uninstrument()
+both_frameworks = instrumentor_fixture(LangGraphInstrumentor, AutoGenInstrumentor)
 
 
 @pytest.mark.parametrize("capture", [False, True])
