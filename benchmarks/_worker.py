@@ -36,10 +36,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-SUITES = {
-    "langgraph": ("none", "callbacks_only", "sdk_spans", "orch_otel", "openinference", "openllmetry"),
-    "autogen": ("none", "builtin", "orch_otel", "openinference"),
-}
+from .suites import SUITES
+from .variants import apply_variant
+
 _ENV_OFF = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED",
             "OTEL_TRACES_EXPORTER", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "ORCH_OTEL_TRACE_DIR")
 
@@ -140,8 +139,6 @@ class Config:
         self.versions["orch-otel"] = orch_otel.__version__
         variant = os.environ.get("BENCH_ORCH_VARIANT")
         if variant:  # experiments only (benchmarks/experiments.py); never in the published tables
-            from .experiments import apply_variant
-
             apply_variant(variant, self.instrumentation)
 
     def _setup_openinference(self) -> None:
