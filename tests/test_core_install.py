@@ -7,6 +7,7 @@ refuses the imports a bare install could not make."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -132,3 +133,24 @@ def test_the_command_names_the_cli_extra_when_its_packages_are_missing(argv: lis
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         "orch-otel: the command needs the [cli] extra (rich is not installed): pip install 'orch-otel[cli]'"]
+
+
+def _pre_instrument(tmp_path: Path, *, sdk_configured: bool) -> subprocess.CompletedProcess:
+    """orch-otel's ``opentelemetry_pre_instrument`` hook as ``opentelemetry-instrument`` runs it
+    (after the distro and configurators), with or without an SDK provider built by then."""
+    setup = ("from opentelemetry import trace\nfrom opentelemetry.sdk.trace import TracerProvider\n"
+             "trace.set_tracer_provider(TracerProvider())\n") if sdk_configured else ""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ORCH_OTEL_"))}
+    env.update(OTEL_TRACES_EXPORTER="orch_otel", ORCH_OTEL_TRACE_DIR=str(tmp_path))
+    code = setup + "from orch_otel.zero_code import pre_instrument\npre_instrument()\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_zero_code_without_a_distro_says_which_extra_to_install(tmp_path: Path) -> None:
+    bare = _pre_instrument(tmp_path, sdk_configured=False)
+    assert bare.returncode == 0, bare.stderr
+    assert "no OpenTelemetry distro configured the SDK" in bare.stderr
+    assert "pip install 'orch-otel[zero-code]'" in bare.stderr
+    configured = _pre_instrument(tmp_path, sdk_configured=True)
+    assert configured.returncode == 0, configured.stderr
+    assert "distro" not in configured.stderr
