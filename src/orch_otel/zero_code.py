@@ -186,7 +186,7 @@ def _remove_processors(provider: TracerProvider, doomed) -> list[Any]:
     removed and a warning says spans may be sent twice."""
     multi = getattr(provider, "_active_span_processor", None)
     lock = getattr(multi, "_lock", None)
-    if lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
+    if multi is None or lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
         if any(doomed(p) for p in getattr(multi, "_span_processors", ()) or ()):
             _log.warning("orch-otel: this SDK version hides its span processors; the SDK's OTLP exporter stays on "
                          "and spans are sent twice: set OTEL_TRACES_EXPORTER=orch_otel")
