@@ -109,7 +109,8 @@ def closed_spool(directory, provider_spans) -> None:
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_replay_sets_the_huge_span_aside_and_sends_all_the_rest(tmp_path, protocol, capsys):
+def test_replay_sets_the_huge_span_aside_and_sends_all_the_rest(tmp_path, protocol, capsys, monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")  # the gRPC exporter retries RESOURCE_EXHAUSTED until then
     provider, seen = provider_with()
     make_spans(provider, 30, huge_at=5)
     spool = tmp_path / "spool"
