@@ -49,7 +49,9 @@ class SpanRecord:
     parent_is_remote: bool = False
     kind: str = "internal"  # internal | server | client | producer | consumer
     scope: str = ""  # instrumentation scope name ("orch_otel" for orch-otel's spans; "" if unknown)
-    scope_version: str = ""  # instrumentation scope version ("" if unknown)
+    # instrumentation scope version ("" if unknown); not compared, so a copy from a
+    # source that dropped it (span dumps before it was kept) is still a duplicate, not a conflict
+    scope_version: str = field(default="", compare=False)
 
     @property
     def is_local_root(self) -> bool:
