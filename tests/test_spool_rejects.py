@@ -57,17 +57,20 @@ def set_aside(directory) -> list[dict]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()] if path.exists() else []
 
 
-EXPORTERS = {  # how the app's exporter is built, and the status the set-aside record can name
-    "http-orch-otel": (lambda r: otlp_exporter("http/protobuf", r.endpoint), "http/protobuf", 413),
-    "http-plain": (lambda r: HttpExporter(endpoint=r.endpoint, timeout=2), "http/protobuf", None),
-    "grpc": (lambda r: GrpcExporter(endpoint=f"http://127.0.0.1:{r.port}", insecure=True, timeout=2), "grpc", None),
+EXPORTERS = {  # how the app's exporter is built, the receiver's limit, the status the set-aside record can name
+    "http-orch-otel": (lambda r: otlp_exporter("http/protobuf", r.endpoint), "http/protobuf", LIMIT, 413),
+    "http-plain": (lambda r: HttpExporter(endpoint=r.endpoint, timeout=2), "http/protobuf", LIMIT, None),
+    "grpc": (lambda r: GrpcExporter(endpoint=f"http://127.0.0.1:{r.port}", insecure=True, timeout=2), "grpc",
+             LIMIT, None),
+    "http-max-request-size": (lambda r: HttpExporter(endpoint=r.endpoint, timeout=2, max_request_size=LIMIT),
+                              "http/protobuf", None, None),  # the exporter drops it before sending
 }
 
 
 @pytest.mark.parametrize("kind", list(EXPORTERS))
 def test_one_huge_span_is_set_aside_live_and_every_other_span_is_delivered(tmp_path, kind, capsys, caplog):
-    build, protocol, status = EXPORTERS[kind]
-    receiver = OTLPReceiver(free_port(), protocol, reject_over_bytes=LIMIT).start()
+    build, protocol, limit, status = EXPORTERS[kind]
+    receiver = OTLPReceiver(free_port(), protocol, reject_over_bytes=limit).start()
     spool = tmp_path / "spool"
     try:
         processor = DurableBatchSpanProcessor(build(receiver), spool, retry_interval_s=0.01,
@@ -173,6 +176,7 @@ def test_replayed_spans_keep_their_scope_name_and_version(tmp_path):
 
 
 def test_collector_down_sets_nothing_aside(tmp_path):
+    """A guard: an outage is not a refusal (this held before sets-aside existed too)."""
     spool = tmp_path / "spool"
     exporter = HttpExporter(endpoint=f"http://127.0.0.1:{free_port()}/v1/traces", timeout=1)
     processor = DurableBatchSpanProcessor(exporter, spool, retry_interval_s=60, schedule_delay_millis=60_000)
