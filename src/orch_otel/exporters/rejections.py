@@ -14,8 +14,9 @@ exporters built by :func:`observed_http_session` users (``configure.otlp_exporte
 the HTTP status is seen through a requests transport adapter (public requests
 API, no SDK internals), so retryable statuses and connection errors are known
 without a probe and the set-aside record names the status. For any other
-exporter (OTLP/gRPC keeps its channel private, and treats RESOURCE_EXHAUSTED,
-what a too-large message gets, as retryable) the empty-request probe decides.
+exporter (OTLP/gRPC keeps its channel private) the empty-request probe decides;
+the gRPC exporter orch-otel builds does not retry RESOURCE_EXHAUSTED itself
+(:func:`grpc_retryable_codes`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ def observed_http_session() -> Any:
     return session
 
 
+def grpc_retryable_codes() -> frozenset[Any]:
+    """The OTLP/gRPC exporter's retryable codes (its defaults) without RESOURCE_EXHAUSTED.
+
+    RESOURCE_EXHAUSTED is what a message over the collector's size limit gets; the
+    SDK retries it until its timeout, each time the spool halves a batch. The spool
+    retries outages itself, and the empty-request probe tells an overloaded
+    collector (it refuses that too) from a refused span."""
+    from grpc import StatusCode
+
+    return frozenset({StatusCode.CANCELLED, StatusCode.DEADLINE_EXCEEDED, StatusCode.ABORTED,
+                      StatusCode.OUT_OF_RANGE, StatusCode.UNAVAILABLE, StatusCode.DATA_LOSS})
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     reason: str
@@ -104,8 +118,8 @@ def _try(send: Callable[[Sequence[ReadableSpan]], SpanExportResult],
         return False, None
     if status is not None:
         return False, Refusal(f"the collector refused it (HTTP {status})", status)
-    return False, Refusal("refused while the collector took an empty request (over the exporter's max request "
-                          "size, or refused without an HTTP status)")
+    return False, Refusal("refused without an HTTP status (over the exporter's max request size, or a gRPC "
+                          "refusal) while the collector took an empty request")
 
 
 def deliver(send: Callable[[Sequence[ReadableSpan]], SpanExportResult], spans: Sequence[ReadableSpan], *,
