@@ -103,6 +103,32 @@ def test_one_huge_span_is_set_aside_live_and_every_other_span_is_delivered(tmp_p
     assert "set aside: 1 span(s) the collector refused" in out and entry["set_aside"]["reason"] in out.replace("\n", "")
 
 
+def test_spans_spooled_during_an_outage_get_past_a_refused_one_when_the_collector_is_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")  # the exporter's own retries through the outage
+    receiver = OTLPReceiver(free_port(), reject_over_bytes=LIMIT)  # not started yet: the collector is down
+    spool = tmp_path / "spool"
+    processor = DurableBatchSpanProcessor(otlp_exporter("http/protobuf", receiver.endpoint), spool,
+                                          retry_interval_s=0.01, schedule_delay_millis=60_000)
+    provider, seen = provider_with(processor)
+    make_spans(provider, 20, huge_at=3)
+    assert not processor.force_flush()
+    assert len(processor.sender.failed) == 21  # all kept through the outage, none set aside
+    assert set_aside(spool) == []
+    receiver.start()
+    try:
+        make_spans(provider, 4, prefix="after")
+        assert processor.force_flush()
+        processor.shutdown()
+    finally:
+        receiver.stop()
+    ended = hex_ids(seen.get_finished_spans())
+    huge_id = ended[3]
+    assert sorted(receiver.span_ids) == sorted(i for i in ended if i != huge_id)
+    assert receiver.span_ids[:20] == [i for i in ended[:21] if i != huge_id]  # the spooled ones first, in order
+    assert [entry["span_id"] for entry in set_aside(spool)] == [huge_id]
+    assert spool_files(spool) == []
+
+
 def closed_spool(directory, provider_spans) -> None:
     """A spool a dead process left: every span spooled, none sent."""
     spool = SpanSpool(directory, max_bytes=64 * 1024 * 1024)
