@@ -54,7 +54,8 @@ _seen = _Seen()
 
 def observed_http_session() -> Any:
     """A ``requests.Session`` for ``OTLPSpanExporter(session=...)`` that notes, per
-    thread, the last HTTP status or connection failure of its requests."""
+    thread, how the last of its requests ended: an HTTP status or a connection failure
+    (the exporter retries, so only the last attempt says why the export failed)."""
     import requests
     from requests.adapters import HTTPAdapter
 
@@ -63,9 +64,9 @@ def observed_http_session() -> Any:
             try:
                 response = super().send(*args, **kwargs)
             except Exception:
-                _seen.transport_error = True
+                _seen.status, _seen.transport_error = None, True
                 raise
-            _seen.status = response.status_code
+            _seen.status, _seen.transport_error = response.status_code, False
             return response
 
     session = requests.Session()
