@@ -1,6 +1,10 @@
 """A minimal OTLP trace receiver on loopback, for export tests: it decodes
 real ExportTraceServiceRequest messages (OTLP/HTTP protobuf, or OTLP/gRPC with
-``protocol="grpc"``) and remembers the spans in arrival order."""
+``protocol="grpc"``) and remembers the spans in arrival order.
+
+``reject_over_bytes=N``: a request larger than N bytes is refused as a
+collector with that request size limit does (HTTP 413; gRPC RESOURCE_EXHAUSTED)
+and none of its spans is kept."""
 
 from __future__ import annotations
 
@@ -22,12 +26,15 @@ def free_port() -> int:
 
 
 class OTLPReceiver:
-    def __init__(self, port: int, protocol: str = "http/protobuf") -> None:
+    def __init__(self, port: int, protocol: str = "http/protobuf", *, reject_over_bytes: int | None = None) -> None:
         assert protocol in ("http/protobuf", "grpc"), protocol
         self.port = port
         self.protocol = protocol
+        self.reject_over_bytes = reject_over_bytes
+        self.rejected_requests = 0
         self.span_ids: list[str] = []
         self.spans: list = []
+        self.scopes: dict[str, tuple[str, str]] = {}  # span id -> (scope name, scope version)
         self.requests = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -43,6 +50,13 @@ class OTLPReceiver:
         """The traces URL an OTLP/HTTP exporter posts to."""
         return f"{self.base_url}/v1/traces"
 
+    def _too_large(self, size: int) -> bool:
+        if self.reject_over_bytes is None or size <= self.reject_over_bytes:
+            return False
+        with self._lock:
+            self.rejected_requests += 1
+        return True
+
     def names(self) -> Counter:
         return Counter(span.name for span in self.spans)
 
@@ -53,6 +67,7 @@ class OTLPReceiver:
                     for span in scope_spans.spans:
                         self.spans.append(span)
                         self.span_ids.append(span.span_id.hex())
+                        self.scopes[span.span_id.hex()] = (scope_spans.scope.name, scope_spans.scope.version)
             self.requests += 1
 
     def start(self) -> OTLPReceiver:
@@ -63,6 +78,11 @@ class OTLPReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                if receiver._too_large(len(body)):
+                    self.send_response(413)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 receiver._receive(ExportTraceServiceRequest.FromString(body))
                 payload = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
@@ -88,6 +108,8 @@ class OTLPReceiver:
 
         class Service(trace_service_pb2_grpc.TraceServiceServicer):
             def Export(self, request, context):  # noqa: N802 (gRPC service API)
+                if receiver._too_large(request.ByteSize()):
+                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "request too large")
                 receiver._receive(request)
                 return ExportTraceServiceResponse()
 

@@ -159,7 +159,25 @@ def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
         raise RuntimeError(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: pip install 'orch-otel[otlp]'"
         ) from exc
-    return OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
+    from .exporters import rejections
+
+    kwargs: dict[str, Any] = {"endpoint": endpoint} if endpoint else {}
+    if protocol != "grpc" and not any(os.environ.get(name) for name in _HTTP_SESSION_PROVIDERS):
+        kwargs["session"] = rejections.observed_http_session()  # lets the spool tell a 413 from a 503
+    if protocol == "grpc" and not os.environ.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"):
+        kwargs["retryable_error_codes"] = rejections.grpc_retryable_codes()  # a too-large message fails at once
+    try:
+        return OTLPSpanExporter(**kwargs)
+    except TypeError:  # an SDK without these arguments: its defaults (the spool then probes and waits more)
+        kwargs.pop("session", None)
+        kwargs.pop("retryable_error_codes", None)
+        return OTLPSpanExporter(**kwargs)
+
+
+# Variables naming a requests.Session provider for the OTLP/HTTP exporter: when one
+# is set, its session is used as it is (the spool then classifies failures by probing).
+_HTTP_SESSION_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+                           "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER")
 
 
 def _instrument_frameworks(provider: Any) -> list[Any]:

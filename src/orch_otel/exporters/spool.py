@@ -7,7 +7,9 @@ their spans were exported. When the collector is unreachable or rejects a
 batch, the spans stay in the spool and are re-sent, oldest first, when it comes
 back; ``orch-otel spool replay`` re-sends the spool a dead process left.
 Delivery is at least once: a replay may repeat spans the collector already
-has (the offline reader drops duplicate span ids).
+has (the offline reader drops duplicate span ids). A span the collector refuses
+for good (HTTP 413 and other non-retryable refusals) is set aside in
+``rejected.aside`` so the spans after it go on (see :mod:`.rejections`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import env
+from ..faults import log_fault
 from ..spans import SpanRecord, from_readable_span, record_from_dict, record_to_dict, to_readable_span
 from .batching import AccountedBatchSpanProcessor, LossReport
+from .rejections import Refusal, SetAside, deliver, quarantine_lines
 
 _log = logging.getLogger(__name__)
 SUFFIX = ".spool"
@@ -138,12 +142,18 @@ class SpanSpool:
 def read_segment(path: Path) -> Iterator[tuple[SpanRecord | None, str | None]]:
     """(record, None) per good line, (None, "path:line: reason") per bad one
     (a process killed mid-write leaves at most one truncated last line)."""
+    for lineno, _, record, problem in segment_lines(path):
+        yield record, (None if problem is None else f"{path}:{lineno}: {problem}")
+
+
+def segment_lines(path: Path) -> Iterator[tuple[int, bytes, SpanRecord | None, str | None]]:
+    """(line number, raw line, record or None, reason it is unreadable or None) per line."""
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             try:
-                yield record_from_dict(orjson.loads(raw)), None
+                yield lineno, raw, record_from_dict(orjson.loads(raw)), None
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                yield None, f"{path}:{lineno}: {type(exc).__name__}: {exc}"
+                yield lineno, raw, None, f"{type(exc).__name__}: {exc}"
 
 
 class _SpoolingExporter(SpanExporter):
@@ -159,6 +169,8 @@ class _SpoolingExporter(SpanExporter):
         self._next_retry = 0.0
         self._lock = threading.Lock()
         self.aborted = False
+        self.rejected = SetAside(spool.directory)
+        self._warned_rejected = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._lock:
@@ -169,11 +181,12 @@ class _SpoolingExporter(SpanExporter):
             if self.failed:  # older spans still wait: keep the order, don't send newer ones yet
                 self._keep(spans)
                 return SpanExportResult.FAILURE
-            result = self._send(spans)
-            if result is not SpanExportResult.SUCCESS:
-                self._keep(spans)
+            unsent = self._deliver(spans)
+            if unsent:
+                self._keep(unsent)
                 self._schedule_retry()
-            return result
+                return SpanExportResult.FAILURE
+            return SpanExportResult.SUCCESS
 
     def retry_now(self) -> bool:
         with self._lock:
@@ -189,6 +202,26 @@ class _SpoolingExporter(SpanExporter):
         if result is SpanExportResult.SUCCESS:
             self.spool.ack([format(s.context.span_id, "016x") for s in spans])
         return result
+
+    def _deliver(self, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+        """Send, setting aside each span the collector refuses alone; returns
+        the spans left unsent because the collector is unavailable."""
+        return deliver(self._send, spans, set_aside=self._set_aside, give_up=lambda: self.aborted)
+
+    def _set_aside(self, span: ReadableSpan, refusal: Refusal) -> None:
+        # Counted as lost for the collector, kept in rejected.aside; a failed write
+        # still lets it go: a span kept for ever would block every later one.
+        try:
+            self.rejected.add_span(span, refusal)
+        except Exception:
+            log_fault(_log, logging.WARNING, "orch-otel: could not set aside a refused span in %s", self.rejected.path)
+        self.spool.ack([format(span.context.span_id, "016x")])
+        self.losses.lost(1, "rejected")
+        if not self._warned_rejected:
+            self._warned_rejected = True
+            _log.warning("orch-otel: the collector refused a span for good (HTTP %s); it is set aside in %s "
+                         "(orch-otel spool status %s) and export goes on", refusal.http_status or "status unknown",
+                         self.rejected.path, self.spool.directory)
 
     def _keep(self, spans: Sequence[ReadableSpan]) -> None:
         for span in spans:
@@ -213,11 +246,12 @@ class _SpoolingExporter(SpanExporter):
         self._backoff = self._retry_interval
 
     def _resend(self, batch: list[SpanRecord]) -> bool:
-        if self._send([to_readable_span(r) for r in batch]) is not SpanExportResult.SUCCESS:
+        unsent = {format(s.context.span_id, "016x") for s in self._deliver([to_readable_span(r) for r in batch])}
+        self.failed.difference_update(r.span_id for r in batch if r.span_id not in unsent)
+        batch.clear()
+        if unsent:
             self._schedule_retry()
             return False
-        self.failed.difference_update(r.span_id for r in batch)
-        batch.clear()
         return True
 
     def _schedule_retry(self) -> None:
@@ -311,6 +345,8 @@ class ReplayResult:
     files_left: int = 0
     skipped_live: int = 0
     bad_lines: list[str] = field(default_factory=list)
+    quarantined: int = 0  # unreadable lines moved to unreadable.aside
+    set_aside: dict[str, int] = field(default_factory=dict)  # refused spans put in rejected.aside, by reason
 
 
 def _pid_alive(pid: int) -> bool:
@@ -332,27 +368,46 @@ def spool_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include_live: bool = False,
            batch_size: int = 512) -> ReplayResult:
-    """Re-send the spool of dead processes, oldest first; a segment is deleted
-    once all of it was sent. Stops at the first failed batch."""
+    """Re-send the spool of dead processes, oldest first. A span the collector
+    refuses for good is set aside (``rejected.aside``) and unreadable lines are
+    moved to ``unreadable.aside`` (segment and line named); a segment is deleted
+    once all of it was sent or set aside. Stops, leaving the rest, when the
+    collector is unavailable."""
     result = ReplayResult()
+    aside = SetAside(directory)
     files = spool_files(directory)
     for index, path in enumerate(files):
         if not include_live and CLOSED not in path.name and _pid_alive(_writer_pid(path)):
             result.skipped_live += 1
             continue
         batch: list[ReadableSpan] = []
+        unreadable: list[tuple[int, bytes, str]] = []
         ok = True
-        for record, problem in read_segment(path):
-            if problem is not None:
-                result.bad_lines.append(problem)
+        for lineno, raw, record, problem in segment_lines(path):
+            span = None
+            if problem is None:
+                try:
+                    span = to_readable_span(record)  # type: ignore[arg-type]
+                except (KeyError, TypeError, ValueError) as exc:  # e.g. ids that are not hex
+                    problem = f"{type(exc).__name__}: {exc}"
+            if span is None:
+                unreadable.append((lineno, raw, problem))  # type: ignore[arg-type]
+                result.bad_lines.append(f"{path}:{lineno}: {problem}")
                 continue
-            batch.append(to_readable_span(record))  # type: ignore[arg-type]
+            batch.append(span)
             if len(batch) == batch_size:
-                ok = _replay_batch(exporter, batch, result)
+                ok = _replay_batch(exporter, batch, result, aside)
                 if not ok:
                     break
         if ok and batch:
-            ok = _replay_batch(exporter, batch, result)
+            ok = _replay_batch(exporter, batch, result, aside)
+        if ok and unreadable:
+            try:
+                quarantine_lines(directory, path.name, unreadable)
+                result.quarantined += len(unreadable)
+            except OSError:
+                log_fault(_log, logging.WARNING, "orch-otel: could not move unreadable lines aside; %s is kept", path)
+                ok = False
         if not ok:
             result.files_left = len(files) - index
             return result
@@ -369,9 +424,22 @@ def _writer_pid(path: Path) -> int:
         return 0
 
 
-def _replay_batch(exporter: SpanExporter, batch: list[ReadableSpan], result: ReplayResult) -> bool:
-    if exporter.export(batch) is not SpanExportResult.SUCCESS:
-        return False
-    result.sent += len(batch)
+def _replay_batch(exporter: SpanExporter, batch: list[ReadableSpan], result: ReplayResult, aside: SetAside) -> bool:
+    """Send one batch (refused spans set aside); False when some of it is neither sent nor set aside."""
+    refused = not_kept = 0
+
+    def set_aside(span: ReadableSpan, refusal: Refusal) -> None:
+        nonlocal refused, not_kept
+        refused += 1
+        try:
+            aside.add_span(span, refusal)
+        except OSError:
+            log_fault(_log, logging.WARNING, "orch-otel: could not set aside a refused span in %s", aside.path)
+            not_kept += 1
+            return
+        result.set_aside[refusal.reason] = result.set_aside.get(refusal.reason, 0) + 1
+
+    unsent = deliver(exporter.export, batch, set_aside=set_aside)
+    result.sent += len(batch) - len(unsent) - refused
     batch.clear()
-    return True
+    return not unsent and not not_kept
