@@ -1,11 +1,18 @@
 """A minimal OTLP trace receiver on loopback, for export tests: it decodes
 real ExportTraceServiceRequest messages (OTLP/HTTP protobuf, or OTLP/gRPC with
-``protocol="grpc"``) and remembers the spans in arrival order."""
+``protocol="grpc"``) and remembers the spans in arrival order.
+
+Faults (OTLP/HTTP): ``status`` other than 200 refuses every request with that
+status (503: the exporter retries) and keeps nothing; ``delay_s`` answers each
+request only after that long (a slow collector), keeping its spans, whose ids
+also go to ``slow_span_ids``: an exporter that gave up on such a request sends
+them again (documented at-least-once delivery)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -29,6 +36,10 @@ class OTLPReceiver:
         self.span_ids: list[str] = []
         self.spans: list = []
         self.requests = 0
+        self.status = 200
+        self.delay_s = 0.0
+        self.refused = 0
+        self.slow_span_ids: set[str] = set()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._grpc_server = None
@@ -46,13 +57,15 @@ class OTLPReceiver:
     def names(self) -> Counter:
         return Counter(span.name for span in self.spans)
 
-    def _receive(self, request: ExportTraceServiceRequest) -> None:
+    def _receive(self, request: ExportTraceServiceRequest, slow: bool = False) -> None:
         with self._lock:
             for resource_spans in request.resource_spans:
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
                         self.spans.append(span)
                         self.span_ids.append(span.span_id.hex())
+                        if slow:
+                            self.slow_span_ids.add(span.span_id.hex())
             self.requests += 1
 
     def start(self) -> OTLPReceiver:
@@ -63,7 +76,17 @@ class OTLPReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver._receive(ExportTraceServiceRequest.FromString(body))
+                delay_s = receiver.delay_s
+                if delay_s:
+                    time.sleep(delay_s)
+                if receiver.status != 200:
+                    with receiver._lock:
+                        receiver.refused += 1
+                    self.send_response(receiver.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                receiver._receive(ExportTraceServiceRequest.FromString(body), slow=bool(delay_s))
                 payload = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")

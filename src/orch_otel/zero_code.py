@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from . import env
 from .configure import otlp_exporter
-from .exporters.spool import DurableBatchSpanProcessor
+from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
+from .faults import log_fault
 
 _log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ _OTLP_EXPORTER_MODULES = (
 )
 
 _lock = threading.Lock()
-_attached: tuple[TracerProvider, DurableBatchSpanProcessor] | None = None
+_attached: tuple[TracerProvider, SpanProcessor] | None = None
 _warned_sdk_otlp = False
 
 
@@ -61,10 +62,10 @@ class ZeroCodeExporter(TraceFileExporter):
         except RuntimeError as exc:  # the OTLP exporter is not installed
             _log.warning("orch-otel: no OTLP export: %s", exc)
         except Exception:  # telemetry setup never breaks the app
-            _log.warning("orch-otel: could not set up OTLP export; trace files are still written", exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: could not set up OTLP export; trace files are still written")
 
 
-def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
+def attach_otlp_export(provider: Any) -> SpanProcessor | None:
     """Add spooled OTLP export to ``provider`` if OTLP export is asked for
     (once per process); retire the SDK's OTLP exporters already on it."""
     global _attached
@@ -74,7 +75,7 @@ def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
         protocol = requested_protocol(traces_exporter_names())
         if protocol is None:
             return None
-        processor = DurableBatchSpanProcessor(
+        processor = spooled_export(
             otlp_exporter(protocol),
             env.spool_dir(),
             max_spool_bytes=env.spool_max_bytes(),
@@ -107,7 +108,7 @@ def retire_sdk_otlp_exporters() -> None:
                 listed,
             )
     except Exception:
-        _log.warning("orch-otel: could not inspect the SDK's span processors", exc_info=True)
+        log_fault(_log, logging.WARNING, "orch-otel: could not inspect the SDK's span processors")
 
 
 def traces_exporter_names() -> list[str]:
@@ -184,5 +185,5 @@ def _remove_processors(provider: TracerProvider, doomed) -> list[Any]:
         try:
             processor.shutdown()
         except Exception:
-            _log.debug("orch-otel: shutting down a retired processor failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: shutting down a retired processor failed")
     return removed
