@@ -159,7 +159,7 @@ class SpanSpool:
 
     def close(self) -> None:
         """Close files; remove fully exported segments; mark the rest closed
-        (no live writer) for replay."""
+        (no live writer) for replay, keeping only their spans not yet exported."""
         with self._lock:
             for segment in list(self._segments.values()):
                 self._close(segment)
@@ -168,8 +168,12 @@ class SpanSpool:
                 if not segment.unacked:
                     self._remove(segment)
                     continue
+                closed = segment.path.with_name(segment.path.name.replace(SUFFIX, CLOSED + SUFFIX))
                 try:
-                    segment.path.rename(segment.path.with_name(segment.path.name.replace(SUFFIX, CLOSED + SUFFIX)))
+                    if len(segment.unacked) < segment.records:  # partly exported: a replay must not repeat that part
+                        _keep_only(segment.path, segment.unacked, closed)
+                    else:
+                        segment.path.rename(closed)
                 except OSError:  # removed from outside, say; a dead writer's segment is replayed all the same
                     self.faults.warn("spool_close", "orch-otel: could not mark spool segment %s closed",
                                      segment.path.name)
@@ -213,6 +217,23 @@ class SpanSpool:
         self._segments.pop(segment.path, None)
         self.bytes -= segment.size
         segment.path.unlink(missing_ok=True)
+
+
+def _keep_only(path: Path, span_ids: set[str], target: Path) -> None:
+    """Write the lines of ``path`` for ``span_ids`` (and any unreadable line, for
+    replay to report) to ``target``, then remove ``path``. The new file appears
+    whole (a rename); a crash before the removal leaves both: replayed twice."""
+    partial = target.with_name(target.name + ".partial")  # not a segment name: never replayed half-written
+    with open(path, "rb") as source, open(partial, "wb") as kept:
+        for raw in source:
+            try:
+                wanted = orjson.loads(raw).get("span_id") in span_ids
+            except (orjson.JSONDecodeError, AttributeError):
+                wanted = True
+            if wanted:
+                kept.write(raw)
+    os.replace(partial, target)
+    path.unlink()
 
 
 def read_segment(path: Path) -> Iterator[tuple[SpanRecord | None, str | None]]:
