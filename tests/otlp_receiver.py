@@ -92,7 +92,10 @@ class OTLPReceiver:
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # a slow answer the exporter gave up on
+                    pass
 
             def log_message(self, *args) -> None:
                 pass
