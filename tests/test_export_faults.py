@@ -24,6 +24,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from otlp_receiver import OTLPReceiver, free_port
+from zero_code_support import assert_zero_code_installed, written_task_ids
 
 from orch_otel import Recorder
 from orch_otel.exporters.spool import DurableBatchSpanProcessor, spool_files
@@ -358,3 +359,39 @@ def test_sigkill_mid_run_every_ended_span_is_delivered_after_replay(app_factory,
     # segments whole: a span arrives twice only if it had also arrived before the kill
     assert max(delivered.values()) <= 2
     assert {span for span, count in delivered.items() if count == 2} <= set(live)
+
+
+OPEN_AT_EXIT = """
+import orch_otel
+flow = orch_otel.workflow("research")
+flow.__enter__()  # never left: the trace is written, incomplete, when the exporters shut down
+with orch_otel.agent("lead"):
+    pass
+print("app done", flush=True)
+"""
+
+
+def test_zero_code_exit_writes_trace_files_before_waiting_for_the_collector(tmp_path, receiver):
+    assert_zero_code_installed()
+    receiver.delay_s = 60.0  # a collector that takes its time: exit waits the whole shutdown timeout
+    receiver.start()
+    script = tmp_path / "app.py"
+    script.write_text(OPEN_AT_EXIT)
+    launcher = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    env = {**os.environ, "OTEL_TRACES_EXPORTER": "orch_otel", "OTEL_METRICS_EXPORTER": "none",
+           "OTEL_LOGS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.base_url,
+           "OTEL_EXPORTER_OTLP_TIMEOUT": "120", "ORCH_OTEL_SHUTDOWN_TIMEOUT_MS": "60000",
+           "ORCH_OTEL_TRACE_DIR": str(tmp_path / "traces"), "ORCH_OTEL_SPOOL_DIR": str(tmp_path / "spool")}
+    child = subprocess.Popen([launcher, sys.executable, str(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path)
+    try:
+        assert child.stdout.readline().strip() == "app done"
+        deadline = time.monotonic() + 20  # far less than the 60 s the collector gets at exit
+        traces = tmp_path / "traces"
+        while time.monotonic() < deadline and not (traces.is_dir() and written_task_ids(traces)):
+            time.sleep(0.2)
+        assert traces.is_dir() and len(written_task_ids(traces)) == 1  # the open trace, written incomplete
+        assert child.poll() is None, "still waiting for the collector, after the trace file was written"
+    finally:
+        child.kill()
+        child.wait(10)

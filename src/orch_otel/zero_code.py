@@ -91,13 +91,16 @@ def retire_sdk_otlp_exporters() -> None:
     """Take the SDK's OTLP span processors off the provider orch-otel exports
     OTLP from (``OTEL_TRACES_EXPORTER=otlp,orch_otel``): they would send every
     span a second time, unspooled. Also the ``opentelemetry_pre_instrument``
-    hook, for exporters listed after ``orch_otel``."""
+    hook, for exporters listed after ``orch_otel``; it also moves the OTLP
+    export after the trace files, so that flush and exit write trace files
+    before waiting (bounded) for the collector."""
     global _warned_sdk_otlp
     try:
         if _attached is None:
             return
         provider, ours = _attached
         retired = _remove_processors(provider, lambda p: p is not ours and _is_sdk_otlp(p))
+        _move_last(provider, ours)
         if retired and not _warned_sdk_otlp:
             _warned_sdk_otlp = True
             listed = ",".join(n for n in traces_exporter_names() if n in _OTLP_NAMES)
@@ -162,6 +165,17 @@ def _launch_environment_names() -> set[str] | None:
 def _is_sdk_otlp(processor: Any) -> bool:
     exporter = getattr(processor, "span_exporter", None)
     return exporter is not None and type(exporter).__module__ in _OTLP_EXPORTER_MODULES
+
+
+def _move_last(provider: TracerProvider, processor: Any) -> None:
+    """Make ``processor`` the provider's last span processor (flushed and shut down last)."""
+    multi = getattr(provider, "_active_span_processor", None)
+    lock = getattr(multi, "_lock", None)
+    if lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
+        return  # an SDK that hides them: the order stays, every wait is bounded all the same
+    with lock:
+        if processor in multi._span_processors:
+            multi._span_processors = tuple(p for p in multi._span_processors if p is not processor) + (processor,)
 
 
 def _remove_processors(provider: TracerProvider, doomed) -> list[Any]:
