@@ -4,12 +4,19 @@ real ExportTraceServiceRequest messages (OTLP/HTTP protobuf, or OTLP/gRPC with
 
 ``reject_over_bytes=N``: a request larger than N bytes is refused as a
 collector with that request size limit does (HTTP 413; gRPC RESOURCE_EXHAUSTED)
-and none of its spans is kept."""
+and none of its spans is kept.
+
+Faults (OTLP/HTTP): ``status`` other than 200 refuses every request with that
+status (503: the exporter retries) and keeps nothing; ``delay_s`` answers each
+request only after that long (a slow collector), keeping its spans, whose ids
+also go to ``slow_span_ids``: an exporter that gave up on such a request sends
+them again (documented at-least-once delivery)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -36,6 +43,10 @@ class OTLPReceiver:
         self.spans: list = []
         self.scopes: dict[str, tuple[str, str]] = {}  # span id -> (scope name, scope version)
         self.requests = 0
+        self.status = 200
+        self.delay_s = 0.0
+        self.refused = 0
+        self.slow_span_ids: set[str] = set()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._grpc_server = None
@@ -60,7 +71,7 @@ class OTLPReceiver:
     def names(self) -> Counter:
         return Counter(span.name for span in self.spans)
 
-    def _receive(self, request: ExportTraceServiceRequest) -> None:
+    def _receive(self, request: ExportTraceServiceRequest, slow: bool = False) -> None:
         with self._lock:
             for resource_spans in request.resource_spans:
                 for scope_spans in resource_spans.scope_spans:
@@ -68,6 +79,8 @@ class OTLPReceiver:
                         self.spans.append(span)
                         self.span_ids.append(span.span_id.hex())
                         self.scopes[span.span_id.hex()] = (scope_spans.scope.name, scope_spans.scope.version)
+                        if slow:
+                            self.slow_span_ids.add(span.span_id.hex())
             self.requests += 1
 
     def start(self) -> OTLPReceiver:
@@ -83,13 +96,26 @@ class OTLPReceiver:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                receiver._receive(ExportTraceServiceRequest.FromString(body))
+                delay_s = receiver.delay_s
+                if delay_s:
+                    time.sleep(delay_s)
+                if receiver.status != 200:
+                    with receiver._lock:
+                        receiver.refused += 1
+                    self.send_response(receiver.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                receiver._receive(ExportTraceServiceRequest.FromString(body), slow=bool(delay_s))
                 payload = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # a slow answer the exporter gave up on
+                    pass
 
             def log_message(self, *args) -> None:
                 pass
