@@ -73,7 +73,7 @@ def test_one_huge_span_is_set_aside_live_and_every_other_span_is_delivered(tmp_p
     receiver = OTLPReceiver(free_port(), protocol, reject_over_bytes=limit).start()
     spool = tmp_path / "spool"
     try:
-        processor = DurableBatchSpanProcessor(build(receiver), spool, retry_interval_s=0.01,
+        processor = DurableBatchSpanProcessor(build(receiver), spool, retry_interval_s=0.01, flush_timeout_s=120,  # delivery, not the bound
                                               schedule_delay_millis=60_000, component=f"rejects-{kind}")
         provider, seen = provider_with(processor)
         with caplog.at_level(logging.WARNING):
