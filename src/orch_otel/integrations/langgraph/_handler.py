@@ -52,6 +52,7 @@ from ._runs import (
     ROUTER,
     SEND,
     SUBGRAPH,
+    SYSTEM,
     WORKFLOW,
     Run,
     has_step_tag,
@@ -62,7 +63,6 @@ from ._runs import (
 
 _log = logging.getLogger(__name__)
 
-SYSTEM = "langgraph"
 _MAX_INTERRUPTED = 10_000
 
 class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
