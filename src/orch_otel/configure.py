@@ -75,7 +75,7 @@ def instrument(
             if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors)):
                 _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
             return _state
-        provider, created = _resolve_provider(tracer_provider)
+        provider, created = (tracer_provider, False) if tracer_provider is not None else global_provider()
         recorder = Recorder(tracer_provider=provider, content=ContentPolicy.from_env(capture_content, redactors))
         set_recorder(recorder)
         state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
@@ -143,9 +143,9 @@ def _shutdown_processors(processors: list[SpanProcessor]) -> None:
             log_fault(_log, logging.DEBUG, "orch-otel: processor shutdown failed")
 
 
-def _resolve_provider(explicit: Any) -> tuple[Any, bool]:
-    if explicit is not None:
-        return explicit, False
+def global_provider() -> tuple[Any, bool]:
+    """The global tracer provider, and whether it was created here: when none
+    is set yet, a new SDK ``TracerProvider`` is made and set as the global one."""
     current_provider = trace.get_tracer_provider()
     if isinstance(current_provider, trace.ProxyTracerProvider):
         provider = TracerProvider(resource=Resource.create())

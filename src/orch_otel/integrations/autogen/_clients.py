@@ -17,8 +17,8 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ...content import function_tool
 from ...recorder import Recorder
+from ...vocabulary import function_tool
 from ._patch import Patches
 from ._state import LLM_KEY, arg, telemetry_failed
 

@@ -18,11 +18,9 @@ from opentelemetry import trace
 from ...faults import log_fault
 from ...recorder import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK, Recorder
 from . import _extract as ex
-from ._runs import CALLS_LLM, LLM, NODE, TOOL, WORKFLOW, Run
+from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run
 
 _log = logging.getLogger(__name__)
-
-SYSTEM = "langgraph"
 
 # The run whose private context (LangGraph's per-step context copy) is current.
 private_run: ContextVar[Run | None] = ContextVar("orch_otel_langgraph_run", default=None)

@@ -53,6 +53,7 @@ from ._runs import (
     ROUTER,
     SEND,
     SUBGRAPH,
+    SYSTEM,
     WORKFLOW,
     Run,
     has_step_tag,
@@ -63,7 +64,6 @@ from ._runs import (
 
 _log = logging.getLogger(__name__)
 
-SYSTEM = "langgraph"
 _MAX_INTERRUPTED = 10_000
 
 class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
