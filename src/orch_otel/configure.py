@@ -51,6 +51,7 @@ def instrument(
     tracer_provider: Any = None,
     capture_content: bool | None = None,
     redactors: Iterable[Redactor] | None = None,
+    runtime_spans: bool | None = None,
 ) -> Instrumentation:
     """Instrument every supported framework that is installed and write
     replayable traces under ``trace_dir`` (else ``$ORCH_OTEL_TRACE_DIR``, else
@@ -61,6 +62,8 @@ def instrument(
     - ``capture_content``: keep message and tool content (default: the
       ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off).
     - ``redactors``: replace the default secret redactor (used when capturing).
+    - ``runtime_spans``: keep AutoGen's runtime messaging spans inside the run's
+      trace instead of suppressing them (``docs/autogen.md``).
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
@@ -70,7 +73,7 @@ def instrument(
     global _state
     with _lock:
         if _state is not None:
-            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors)):
+            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors, runtime_spans)):
                 _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
             return _state
         provider, created = _resolve_provider(tracer_provider)
@@ -95,7 +98,8 @@ def instrument(
                 atexit.register(_shutdown_processors, state.processors)
         else:
             _log.warning("orch-otel: the tracer provider is not an SDK TracerProvider; no trace files are written")
-        state.instrumentors = _instrument_frameworks(provider)
+        options = {"runtime_spans": runtime_spans} if runtime_spans is not None else {}
+        state.instrumentors = _instrument_frameworks(provider, options)
         _state = state
         return state
 
@@ -162,8 +166,9 @@ def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
     return OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
 
 
-def _instrument_frameworks(provider: Any) -> list[Any]:
-    """Instrument each orch-otel instrumentor whose framework is installed."""
+def _instrument_frameworks(provider: Any, options: dict[str, Any] | None = None) -> list[Any]:
+    """Instrument each orch-otel instrumentor whose framework is installed;
+    ``options`` go to every instrumentor (each reads only its own)."""
     done = []
     for entry_point in entry_points(group=_INSTRUMENTOR_GROUP):
         if not entry_point.value.startswith("orch_otel."):
@@ -173,7 +178,7 @@ def _instrument_frameworks(provider: Any) -> list[Any]:
             if instrumentor._check_dependency_conflicts() is not None:
                 continue  # framework absent or unsupported version
             if not instrumentor.is_instrumented_by_opentelemetry:
-                instrumentor.instrument(tracer_provider=provider)
+                instrumentor.instrument(tracer_provider=provider, **(options or {}))
             done.append(instrumentor)
         except Exception:
             _log.warning("orch-otel: could not instrument %s", entry_point.name, exc_info=True)
