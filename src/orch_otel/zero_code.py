@@ -15,6 +15,10 @@ The protocol is the one the user set (``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``,
 opentelemetry-distro sets ``OTEL_EXPORTER_OTLP_PROTOCOL=grpc`` in the process
 when the user did not; that default is ignored where the environment the process
 started with can be read (Linux), since it sent gRPC to the HTTP port 4318.
+
+Something must build that provider: opentelemetry-distro's configurator
+(``orch-otel[zero-code]``) or another distro's. Without one,
+``opentelemetry-instrument`` configures nothing and :func:`pre_instrument` says so.
 """
 
 from __future__ import annotations
@@ -86,11 +90,24 @@ def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
     return processor
 
 
+def pre_instrument() -> None:
+    """The ``opentelemetry_pre_instrument`` hook (after the distro and configurators
+    ran): warns when ``OTEL_TRACES_EXPORTER`` names orch_otel but nothing built an
+    SDK provider, since no trace would be written; then retires the SDK's OTLP exporters."""
+    try:
+        if "orch_otel" in traces_exporter_names() and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            _log.warning("orch-otel: OTEL_TRACES_EXPORTER names orch_otel but no OpenTelemetry distro configured the "
+                         "SDK, so no trace is written: pip install 'orch-otel[zero-code]' (opentelemetry-distro)")
+    except Exception:
+        _log.debug("orch-otel: could not check the zero-code setup", exc_info=True)
+    retire_sdk_otlp_exporters()
+
+
 def retire_sdk_otlp_exporters() -> None:
     """Take the SDK's OTLP span processors off the provider orch-otel exports
     OTLP from (``OTEL_TRACES_EXPORTER=otlp,orch_otel``): they would send every
-    span a second time, unspooled. Also the ``opentelemetry_pre_instrument``
-    hook, for exporters listed after ``orch_otel``."""
+    span a second time, unspooled. Also run by :func:`pre_instrument`, for
+    exporters listed after ``orch_otel``."""
     global _warned_sdk_otlp
     try:
         if _attached is None:
@@ -169,7 +186,7 @@ def _remove_processors(provider: TracerProvider, doomed) -> list[Any]:
     removed and a warning says spans may be sent twice."""
     multi = getattr(provider, "_active_span_processor", None)
     lock = getattr(multi, "_lock", None)
-    if lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
+    if multi is None or lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
         if any(doomed(p) for p in getattr(multi, "_span_processors", ()) or ()):
             _log.warning("orch-otel: this SDK version hides its span processors; the SDK's OTLP exporter stays on "
                          "and spans are sent twice: set OTEL_TRACES_EXPORTER=orch_otel")

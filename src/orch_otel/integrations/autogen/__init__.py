@@ -30,7 +30,9 @@ messaging spans, parented to the run. A runtime given its own
 
 ``orch_otel.instrument()`` does this for you when AutoGen is installed.
 Instrument before a team's first run: AutoGen binds its message handlers when
-the runtime creates the team's agents.
+the runtime creates the team's agents. AutoGen is patched when
+``autogen_agentchat`` is first imported (or at once if it is); instrumenting
+imports no framework.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from ...recorder import Recorder, get_recorder
+from .._lazy import WhenImported
 from ._patch import Patches
 from .package import _instruments
 
@@ -67,12 +70,17 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """
 
     _patches: Patches | None = None
+    _pending: WhenImported | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        # The frameworks are imported only here, after the dependency check.
+        self._pending = WhenImported("autogen_agentchat", lambda: self._patch_autogen(**kwargs), "AutoGen")
+        self._pending.start()
+
+    def _patch_autogen(self, **kwargs: Any) -> None:
+        # The frameworks are imported only here: on their first import, after the dependency check.
         from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
         from autogen_agentchat.base import Response, TaskResult, Team
         from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
@@ -147,6 +155,9 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             bool(kwargs.get("runtime_spans")), kwargs.get("tracer_provider")))
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.cancel()
         if self._patches is not None:
             self._patches.remove()
             self._patches = None

@@ -30,6 +30,7 @@ from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
 
+from ...faults import log_fault
 from ...recorder import (
     ERROR,
     HANDOFF,
@@ -98,7 +99,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         try:
             self._chain_start(inputs, run_id, parent_run_id, tags, metadata or {}, kwargs.get("name"), serialized)
         except Exception:
-            _log.debug("orch-otel: langgraph on_chain_start failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_start failed")
 
     def _chain_start(self, inputs: Any, run_id: UUID, parent_run_id: UUID | None, tags: list[str] | None,
                      md: dict[str, Any], name: Any, serialized: Any) -> None:
@@ -230,7 +231,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             elif run.inv is not None:
                 run.inv.end()
         except Exception:
-            _log.debug("orch-otel: langgraph on_chain_end failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_end failed")
 
     def _node_end(self, run: Run, outcome: str = OK, error: BaseException | None = None) -> None:
         if run.inv is not None:
@@ -257,7 +258,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 else:
                     run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
         except Exception:
-            _log.debug("orch-otel: langgraph on_chain_error failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_error failed")
 
     def _handoff(self, run: Run, error: BaseException) -> None:
         """A ``Command(graph=PARENT)`` travelling up: record the delegation once, at its origin."""
