@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from . import env
 from .content import ContentPolicy, Redactor
 from .exporters.batching import AccountedBatchSpanProcessor
-from .exporters.spool import DurableBatchSpanProcessor
+from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
+from .faults import log_fault
 from .recorder import Recorder, set_recorder
 
 _log = logging.getLogger(__name__)
@@ -67,8 +68,9 @@ def instrument(
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
-    exporters). It goes through a durable spool (``$ORCH_OTEL_SPOOL_DIR``), so
-    nothing is lost while the collector is down.
+    exporters). It goes through a durable spool (``$ORCH_OTEL_SPOOL_DIR``; one
+    under the system temp directory if that cannot be written), so nothing is
+    lost while the collector is down.
     """
     global _state
     with _lock:
@@ -85,7 +87,7 @@ def instrument(
             state.processors.append(AccountedBatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
             if created and env.otlp_protocol():
                 state.processors.append(
-                    DurableBatchSpanProcessor(
+                    spooled_export(
                         otlp_exporter(env.otlp_protocol()),
                         env.spool_dir(),
                         max_spool_bytes=env.spool_max_bytes(),
@@ -104,14 +106,19 @@ def instrument(
         return state
 
 
-def flush(timeout_millis: int = 30_000) -> bool:
-    """Export every finished span and write every completed trace now."""
+def flush(timeout_millis: int | None = None) -> bool:
+    """Write every completed trace and export every finished span now.
+
+    Trace files never wait for the collector. OTLP export waits at most
+    ``$ORCH_OTEL_FLUSH_TIMEOUT_MS`` (default 2000), or ``timeout_millis`` if
+    shorter; past that flush returns False, the spans are safe in the spool and
+    their export goes on in the background."""
     state = _state
     if state is None:
         provider = trace.get_tracer_provider()
         force_flush = getattr(provider, "force_flush", None)
-        return bool(force_flush(timeout_millis)) if force_flush else True
-    return all(p.force_flush(timeout_millis) for p in state.processors)
+        return bool(force_flush(30_000 if timeout_millis is None else timeout_millis)) if force_flush else True
+    return all([p.force_flush(timeout_millis) for p in state.processors])  # each one, trace files first
 
 
 def uninstrument() -> None:
@@ -137,7 +144,7 @@ def _shutdown_processors(processors: list[SpanProcessor]) -> None:
         try:
             processor.shutdown()
         except Exception:
-            _log.debug("orch-otel: processor shutdown failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: processor shutdown failed")
 
 
 def _resolve_provider(explicit: Any) -> tuple[Any, bool]:
@@ -163,7 +170,25 @@ def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
         raise RuntimeError(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: pip install 'orch-otel[otlp]'"
         ) from exc
-    return OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
+    from .exporters import rejections
+
+    kwargs: dict[str, Any] = {"endpoint": endpoint} if endpoint else {}
+    if protocol != "grpc" and not any(os.environ.get(name) for name in _HTTP_SESSION_PROVIDERS):
+        kwargs["session"] = rejections.observed_http_session()  # lets the spool tell a 413 from a 503
+    if protocol == "grpc" and not os.environ.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"):
+        kwargs["retryable_error_codes"] = rejections.grpc_retryable_codes()  # a too-large message fails at once
+    try:
+        return OTLPSpanExporter(**kwargs)
+    except TypeError:  # an SDK without these arguments: its defaults (the spool then probes and waits more)
+        kwargs.pop("session", None)
+        kwargs.pop("retryable_error_codes", None)
+        return OTLPSpanExporter(**kwargs)
+
+
+# Variables naming a requests.Session provider for the OTLP/HTTP exporter: when one
+# is set, its session is used as it is (the spool then classifies failures by probing).
+_HTTP_SESSION_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+                           "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER")
 
 
 def _instrument_frameworks(provider: Any, options: dict[str, Any] | None = None) -> list[Any]:
@@ -181,5 +206,5 @@ def _instrument_frameworks(provider: Any, options: dict[str, Any] | None = None)
                 instrumentor.instrument(tracer_provider=provider, **(options or {}))
             done.append(instrumentor)
         except Exception:
-            _log.warning("orch-otel: could not instrument %s", entry_point.name, exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: could not instrument %s", entry_point.name)
     return done

@@ -49,6 +49,9 @@ class SpanRecord:
     parent_is_remote: bool = False
     kind: str = "internal"  # internal | server | client | producer | consumer
     scope: str = ""  # instrumentation scope name ("orch_otel" for orch-otel's spans; "" if unknown)
+    # instrumentation scope version ("" if unknown); not compared, so a copy from a
+    # source that dropped it (span dumps before it was kept) is still a duplicate, not a conflict
+    scope_version: str = field(default="", compare=False)
 
     @property
     def is_local_root(self) -> bool:
@@ -91,6 +94,7 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
         resource=span.resource.attributes if span.resource is not None else {},
         kind=_KIND.get(span.kind, "internal"),
         scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else "",
+        scope_version=(span.instrumentation_scope.version or "") if span.instrumentation_scope is not None else "",
     )
 
 
@@ -115,6 +119,7 @@ def record_to_dict(record: SpanRecord) -> dict[str, Any]:
         "resource": dict(record.resource),
         "kind": record.kind,
         "scope": record.scope,
+        "scope_version": record.scope_version,
     }
 
 
@@ -136,6 +141,7 @@ def record_from_dict(data: dict[str, Any]) -> SpanRecord:
         resource=dict(data.get("resource") or {}),
         kind=str(data.get("kind", "internal")),
         scope=str(data.get("scope", "")),
+        scope_version=str(data.get("scope_version") or ""),
     )
 
 
@@ -166,5 +172,6 @@ def to_readable_span(record: SpanRecord) -> ReadableSpan:
         status=Status(_STATUS_CODE.get(record.status, StatusCode.UNSET), record.status_message or None),
         start_time=record.start_ns,
         end_time=record.end_ns,
-        instrumentation_scope=InstrumentationScope(record.scope) if record.scope else None,
+        instrumentation_scope=(InstrumentationScope(record.scope, record.scope_version or None)
+                               if record.scope or record.scope_version else None),
     )

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import env
 from ..converter import convert
+from ..faults import log_fault
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 from .assembler import Released, TraceAssembler
@@ -65,9 +66,9 @@ class TraceFileExporter(SpanExporter):
         try:
             result = convert(released.spans, complete=released.complete)
             self.writer.write(result.trace, result.contents)
-        except Exception:  # one bad trace must not stop the others
+        except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1
-            _log.exception("orch-otel: could not write trace %s", released.spans[0].trace_id)
+            log_fault(_log, logging.WARNING, "orch-otel: could not write trace %s", released.spans[0].trace_id)
 
     def _report_late(self) -> None:
         late = self.assembler.stats.late_spans

@@ -8,6 +8,7 @@ object per line::
     {"trace_id": "<32 hex>", "span_id": "<16 hex>", "parent_id": "<16 hex>"|null,
      "parent_is_remote": false, "name": "...", "start_ns": 1, "end_ns": 2,
      "status": "unset"|"ok"|"error", "status_message": "", "kind": "internal", "scope": "orch_otel",
+     "scope_version": "0.1.0",
      "attributes": {...}, "events": [[name, time_ns, {attributes}]],
      "links": [[trace_id, span_id, {attributes}]], "resource": {...}}
 
@@ -230,4 +231,5 @@ def from_dump(obj: dict[str, Any]) -> SpanRecord:
         resource=_attrs_in(obj.get("resource"), "resource"),
         kind=kind,
         scope=_str(obj, "scope"),
+        scope_version=_str(obj, "scope_version"),
     )
