@@ -52,6 +52,7 @@ def instrument(
     tracer_provider: Any = None,
     capture_content: bool | None = None,
     redactors: Iterable[Redactor] | None = None,
+    runtime_spans: bool | None = None,
 ) -> Instrumentation:
     """Instrument every supported framework that is installed and write
     replayable traces under ``trace_dir`` (else ``$ORCH_OTEL_TRACE_DIR``, else
@@ -62,6 +63,8 @@ def instrument(
     - ``capture_content``: keep message and tool content (default: the
       ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off).
     - ``redactors``: replace the default secret redactor (used when capturing).
+    - ``runtime_spans``: keep AutoGen's runtime messaging spans inside the run's
+      trace instead of suppressing them (``docs/autogen.md``).
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
@@ -72,7 +75,7 @@ def instrument(
     global _state
     with _lock:
         if _state is not None:
-            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors)):
+            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors, runtime_spans)):
                 _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
             return _state
         provider, created = (tracer_provider, False) if tracer_provider is not None else global_provider()
@@ -97,7 +100,8 @@ def instrument(
                 atexit.register(_shutdown_processors, state.processors)
         else:
             _log.warning("orch-otel: the tracer provider is not an SDK TracerProvider; no trace files are written")
-        state.instrumentors = _instrument_frameworks(provider)
+        options = {"runtime_spans": runtime_spans} if runtime_spans is not None else {}
+        state.instrumentors = _instrument_frameworks(provider, options)
         _state = state
         return state
 
@@ -187,8 +191,9 @@ _HTTP_SESSION_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PRO
                            "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER")
 
 
-def _instrument_frameworks(provider: Any) -> list[Any]:
-    """Instrument each orch-otel instrumentor whose framework is installed."""
+def _instrument_frameworks(provider: Any, options: dict[str, Any] | None = None) -> list[Any]:
+    """Instrument each orch-otel instrumentor whose framework is installed;
+    ``options`` go to every instrumentor (each reads only its own)."""
     done = []
     for entry_point in entry_points(group=_INSTRUMENTOR_GROUP):
         if not entry_point.value.startswith("orch_otel."):
@@ -198,7 +203,7 @@ def _instrument_frameworks(provider: Any) -> list[Any]:
             if instrumentor._check_dependency_conflicts() is not None:
                 continue  # framework absent or unsupported version
             if not instrumentor.is_instrumented_by_opentelemetry:
-                instrumentor.instrument(tracer_provider=provider)
+                instrumentor.instrument(tracer_provider=provider, **(options or {}))
             done.append(instrumentor)
         except Exception:
             log_fault(_log, logging.WARNING, "orch-otel: could not instrument %s", entry_point.name)

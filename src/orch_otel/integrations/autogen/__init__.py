@@ -22,7 +22,8 @@ Records every ``team.run()`` / ``team.run_stream()`` as exactly one trace:
 
 AutoGen's own spans are suppressed while instrumented (see
 ``docs/autogen.md``); ``instrument(runtime_spans=True)`` keeps its runtime
-messaging spans, parented to the run.
+messaging spans, parented to the run. A runtime given its own
+``tracer_provider`` keeps its runtime spans untouched.
 
     from orch_otel.integrations.autogen import AutoGenInstrumentor
     AutoGenInstrumentor().instrument()
@@ -63,7 +64,9 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     ``instrument(tracer_provider=None, runtime_spans=False)``: spans go through
     orch-otel's recorder (or a recorder on ``tracer_provider``); with
     ``runtime_spans=True`` AutoGen's runtime messaging spans are kept inside
-    the run's trace instead of being suppressed.
+    the run's trace instead of being suppressed. Either way, a runtime given
+    its own ``tracer_provider`` (not the global one, not this one) keeps its
+    runtime spans exactly as AutoGen makes them.
     """
 
     _patches: Patches | None = None
@@ -148,7 +151,8 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         # AutoGen's built-in spans.
         for module, name in _builtin.GENAI_SPAN_SITES:
             patches.wrap(importlib.import_module(module), name, _builtin.suppress)
-        patches.wrap(TraceHelper, "trace_block", _builtin.runtime_span_wrapper(bool(kwargs.get("runtime_spans"))))
+        patches.wrap(TraceHelper, "trace_block", _builtin.runtime_span_wrapper(
+            bool(kwargs.get("runtime_spans")), kwargs.get("tracer_provider")))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None

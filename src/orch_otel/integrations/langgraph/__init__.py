@@ -12,10 +12,12 @@ per run of the example apps.
 
 How: a LangChain callback handler injected into every callback manager with
 ``langchain_core.tracers.context.register_configure_hook`` (no callback
-manager is patched), plus a wrap of LangGraph's per-step context copy so
+manager is patched but one: see below), plus a wrap of LangGraph's per-step context copy so
 spans started inside a node nest under it (``_context.py``), and a wrap of
 ``Pregel._defaults`` that tells the handler which compiled graph a run is, so
-routing decisions resolve path maps and know their options (``_graphs.py``).
+routing decisions resolve path maps and know their options (``_graphs.py``),
+and a wrap of ``AsyncCallbackManager.on_llm_start`` so the inline handler does
+not hide completion LLMs' starts from the app's other handlers (``_llm_start.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class LangGraphInstrumentor(BaseInstrumentor):
     _hook_var: ContextVar[Any] | None = None
     _patch: Any = None
     _graph_patch: Any = None
+    _llm_start_patch: Any = None
     _control_flow: tuple[type[BaseException], ...] = ()
     _pending: WhenImported | None = None
 
@@ -68,6 +71,7 @@ class LangGraphInstrumentor(BaseInstrumentor):
         from ._context import ContextPatch
         from ._graphs import GraphPatch
         from ._handler import OrchestrationHandler
+        from ._llm_start import LlmStartPatch
 
         provider = kwargs.get("tracer_provider")
         recorder = None
@@ -85,6 +89,8 @@ class LangGraphInstrumentor(BaseInstrumentor):
         self._patch.apply()
         self._graph_patch = GraphPatch(handler.note_graph)
         self._graph_patch.apply()
+        self._llm_start_patch = LlmStartPatch(OrchestrationHandler)
+        self._llm_start_patch.apply()
         control_flow = [(ParentCommand, HANDOFF), (GraphInterrupt, INTERRUPTED), (GraphBubbleUp, OK)]
         self._control_flow = tuple(exc for exc, _ in control_flow)
         for recorder_ in {id(r): r for r in (get_recorder(), recorder) if r is not None}.values():
@@ -110,8 +116,10 @@ class LangGraphInstrumentor(BaseInstrumentor):
             patch.undo()
         if self._graph_patch is not None:
             self._graph_patch.undo()
+        if self._llm_start_patch is not None:
+            self._llm_start_patch.undo()
         recorder = get_recorder()
         for exc_type in self._control_flow:
             recorder.unregister_control_flow(exc_type)
-        self._handler = self._hook_var = self._patch = self._graph_patch = None
+        self._handler = self._hook_var = self._patch = self._graph_patch = self._llm_start_patch = None
         self._control_flow = ()

@@ -5,7 +5,8 @@ and runs inline (``run_inline``), so under asyncio its methods run in the
 event-loop thread in callback order. The span tree is built only from
 ``run_id`` / ``parent_run_id``; the handler never attaches or detaches the
 ambient OpenTelemetry context (see ``_context.py`` for how code inside a node
-sees the node's span).
+sees the node's span). Being inline would hide async completion LLMs' starts
+from the app's other handlers in langchain-core; ``_llm_start.py`` keeps them.
 
 Every callback does O(1) work (plus a walk up the few open ancestors of the
 run); control flow (``ParentCommand`` handoffs, ``GraphInterrupt``) is
