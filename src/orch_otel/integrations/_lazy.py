@@ -9,8 +9,11 @@ framework's module body ran and before the importing code gets any name from
 it (class and module attribute patches need nothing earlier).
 
 The hook runs inside the app's import statement, so it never raises: a fault
-is logged (type name only) and the framework stays uninstrumented. wrapt
-cannot take a hook back, so ``cancel()`` marks it inert instead.
+is logged (type name only), what was patched before it is undone, and the
+framework stays uninstrumented. An eager patch that fails is undone as far as
+it went too, then raises (``BaseInstrumentor`` never calls ``uninstrument()``
+after a failed ``instrument()``). wrapt cannot take a hook back, so
+``cancel()`` marks it inert instead.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ PENDING, APPLIED, FAILED, CANCELLED = "pending", "applied", "failed", "cancelled
 
 class WhenImported:
     """Run ``apply`` exactly once: now if ``module`` is imported, else on its
-    first import; ``cancel()`` stops a pending run. ``what`` names the
-    framework in log lines."""
+    first import; ``cancel()`` stops a pending run. If ``apply`` fails,
+    ``undo`` takes back what it did. ``what`` names the framework in log lines."""
 
-    def __init__(self, module: str, apply: Callable[[], None], what: str) -> None:
+    def __init__(self, module: str, apply: Callable[[], None], undo: Callable[[], None], what: str) -> None:
         self.module = module
         self._apply = apply
+        self._undo = undo
         self._what = what
         self._lock = threading.Lock()
         self.state = PENDING
@@ -53,6 +57,7 @@ class WhenImported:
                     self._apply()
                 except BaseException:
                     self.state = FAILED
+                    self._undo_failed()
                     raise
                 self.state = APPLIED
             return
@@ -60,9 +65,9 @@ class WhenImported:
         wrapt.register_post_import_hook(self._on_import, self.module)
 
     def cancel(self) -> bool:
-        """Stop a pending hook; True if ``apply`` had already run, even if it
-        failed part way (then the caller undoes what it did). Waits for an
-        ``apply`` in progress."""
+        """Stop a pending hook; True if ``apply`` had already run (then the
+        caller undoes it), even if it failed (then it was undone already).
+        Waits for an ``apply`` in progress."""
         with self._lock:
             if self.state == PENDING:
                 self.state = CANCELLED
@@ -74,8 +79,18 @@ class WhenImported:
                 if self.state != PENDING:
                     return
                 self.state = FAILED  # unless apply returns
-                self._apply()
+                try:
+                    self._apply()
+                except Exception:
+                    self._undo_failed()
+                    raise
                 self.state = APPLIED
         except Exception:  # the app's import must succeed whatever happens here
             log_fault(_log, logging.WARNING, "orch-otel: could not instrument %s on its import; it is not traced",
                       self._what)
+
+    def _undo_failed(self) -> None:
+        try:
+            self._undo()
+        except Exception:
+            log_fault(_log, logging.WARNING, "orch-otel: could not undo a failed instrumentation of %s", self._what)

@@ -43,19 +43,11 @@ from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
-from ...recorder import Recorder, get_recorder
 from .._lazy import WhenImported
-from ._patch import Patches
+from .._patch import Patches, recorder_for
 from .package import _instruments
 
 __all__ = ["AutoGenInstrumentor"]
-
-
-def _recorder(tracer_provider: Any) -> Recorder:
-    recorder = get_recorder()
-    if tracer_provider is None:
-        return recorder
-    return Recorder(tracer_provider=tracer_provider, content=recorder.content)
 
 
 class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -76,7 +68,8 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        self._pending = WhenImported("autogen_agentchat", lambda: self._patch_autogen(**kwargs), "AutoGen")
+        self._pending = WhenImported("autogen_agentchat", lambda: self._patch_autogen(**kwargs), self._unpatch,
+                                     "AutoGen")
         self._pending.start()
 
     def _patch_autogen(self, **kwargs: Any) -> None:
@@ -107,7 +100,7 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         except ImportError:
             pass
 
-        recorder = _recorder(kwargs.get("tracer_provider"))
+        recorder = recorder_for(kwargs.get("tracer_provider"))
         patches = self._patches = Patches()
         clients = ClientPatcher(recorder, patches, ChatCompletionClient, CreateResult)
         nested_types = (Team, SocietyOfMindAgent)
@@ -157,7 +150,10 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None
         if pending is not None:
-            pending.cancel()
+            pending.cancel()  # waits for a patch in progress
+        self._unpatch()
+
+    def _unpatch(self) -> None:
         if self._patches is not None:
             self._patches.remove()
             self._patches = None

@@ -19,7 +19,7 @@ from opentelemetry import trace
 
 from ...recorder import Recorder
 from ...vocabulary import function_tool
-from ._patch import Patches
+from .._patch import Patches
 from ._state import LLM_KEY, arg, telemetry_failed
 
 _METHODS = ("create", "create_stream")

@@ -15,7 +15,8 @@ from typing import Any
 
 from opentelemetry import trace
 
-from ...recorder import CANCELLED, ERROR, OK, Recorder
+from ...invocation import CANCELLED, ERROR, OK
+from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
 from ._clients import ClientPatcher
 from ._state import RUNS, SYSTEM, RunState, attached, current_state, telemetry_failed

@@ -17,7 +17,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from ...faults import log_fault
-from ...recorder import Invocation
+from ...invocation import Invocation
 
 _log = logging.getLogger("orch_otel.integrations.autogen")
 

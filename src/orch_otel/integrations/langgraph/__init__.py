@@ -25,12 +25,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from ...recorder import HANDOFF, INTERRUPTED, OK, Recorder, get_recorder
+from ...invocation import HANDOFF, INTERRUPTED, OK
+from ...recorder import get_recorder
 from .._lazy import WhenImported
+from .._patch import Patches, recorder_for
 from .package import _instruments
 
 __all__ = ["LangGraphInstrumentor"]
@@ -50,76 +53,67 @@ class LangGraphInstrumentor(BaseInstrumentor):
 
     _handler: Any = None
     _hook_var: ContextVar[Any] | None = None
-    _patch: Any = None
-    _graph_patch: Any = None
-    _llm_start_patch: Any = None
-    _control_flow: tuple[type[BaseException], ...] = ()
+    _patches: Patches | None = None
     _pending: WhenImported | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
+        self._patches = Patches()
         # langgraph is a namespace package (no module body to hook); langgraph.pregel is the first real one.
-        self._pending = WhenImported("langgraph.pregel", lambda: self._patch_langgraph(**kwargs), "LangGraph")
+        self._pending = WhenImported("langgraph.pregel", lambda: self._patch_langgraph(**kwargs), self._unpatch,
+                                     "LangGraph")
         self._pending.start()
 
     def _patch_langgraph(self, **kwargs: Any) -> None:
-        from langchain_core.tracers.context import register_configure_hook
+        from langchain_core.tracers import context as lc_context
         from langgraph.errors import GraphBubbleUp, GraphInterrupt, ParentCommand
 
-        from ._context import ContextPatch
-        from ._graphs import GraphPatch
+        from ._context import wrap_config_context
+        from ._graphs import wrap_defaults
         from ._handler import OrchestrationHandler
-        from ._llm_start import LlmStartPatch
+        from ._llm_start import wrap_llm_start
 
+        patches = self._patches
+        if patches is None:
+            return  # uninstrumented meanwhile
         provider = kwargs.get("tracer_provider")
-        recorder = None
-        if provider is not None:
-            recorder = Recorder(tracer_provider=provider, content=get_recorder().content)
-        handler = OrchestrationHandler(recorder)
+        recorder = None if provider is None else recorder_for(provider)  # None: whichever is orch-otel's then
+        handler = self._handler = OrchestrationHandler(recorder)
+        # Each piece is recorded the moment it is in place, so a part-way failure is undone exactly.
         # A ContextVar whose *default* is the handler is seen by every thread and
         # every context: the hook adds the handler to each callback manager that
         # LangChain configures (graph, node, tool, model), deduplicated by identity.
-        # Each piece is kept as soon as it is in place: uninstrument() undoes a part-way failure too.
-        self._handler = handler
-        self._hook_var = ContextVar("orch_otel_langgraph_handler", default=handler)
-        register_configure_hook(self._hook_var, inheritable=True)
-        self._patch = ContextPatch(handler.enter_run_context)
-        self._patch.apply()
-        self._graph_patch = GraphPatch(handler.note_graph)
-        self._graph_patch.apply()
-        self._llm_start_patch = LlmStartPatch(OrchestrationHandler)
-        self._llm_start_patch.apply()
+        hook_var = self._hook_var = ContextVar("orch_otel_langgraph_handler", default=handler)
+        lc_context.register_configure_hook(hook_var, inheritable=True)
+        patches.record(lambda: _remove_configure_hook(lc_context, hook_var))
+        wrap_config_context(patches, handler.enter_run_context)
+        wrap_defaults(patches, handler.note_graph)
+        wrap_llm_start(patches, OrchestrationHandler)
         control_flow = [(ParentCommand, HANDOFF), (GraphInterrupt, INTERRUPTED), (GraphBubbleUp, OK)]
-        self._control_flow = tuple(exc for exc, _ in control_flow)
         for recorder_ in {id(r): r for r in (get_recorder(), recorder) if r is not None}.values():
             for exc_type, outcome in control_flow:
                 recorder_.register_control_flow(exc_type, outcome)
+                patches.record(partial(recorder_.unregister_control_flow, exc_type))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None
-        if pending is not None and not pending.cancel():
-            return  # LangGraph was never patched (and must not be imported now)
-        from langchain_core.tracers import context as lc_context
+        if pending is not None:
+            pending.cancel()  # waits for a patch in progress; what it applied is in the record
+        self._unpatch()
 
-        handler, hook_var, patch = self._handler, self._hook_var, self._patch
-        if handler is not None:
-            handler.enabled = False  # in-flight runs stop recording even if the hook stays
-        if hook_var is not None:
-            hooks = getattr(lc_context, "_configure_hooks", None)
-            if isinstance(hooks, list):
-                hooks[:] = [hook for hook in hooks if hook[0] is not hook_var]
-            else:
-                _log.warning("orch-otel: cannot remove the LangGraph callback hook; the handler is disabled instead")
-        if patch is not None:
-            patch.undo()
-        if self._graph_patch is not None:
-            self._graph_patch.undo()
-        if self._llm_start_patch is not None:
-            self._llm_start_patch.undo()
-        recorder = get_recorder()
-        for exc_type in self._control_flow:
-            recorder.unregister_control_flow(exc_type)
-        self._handler = self._hook_var = self._patch = self._graph_patch = self._llm_start_patch = None
-        self._control_flow = ()
+    def _unpatch(self) -> None:
+        if self._handler is not None:
+            self._handler.enabled = False  # in-flight runs stop recording even if the hook stays
+        if self._patches is not None:
+            self._patches.remove()
+        self._handler = self._hook_var = self._patches = None
+
+
+def _remove_configure_hook(lc_context: Any, hook_var: ContextVar[Any]) -> None:
+    hooks = getattr(lc_context, "_configure_hooks", None)
+    if isinstance(hooks, list):
+        hooks[:] = [hook for hook in hooks if hook[0] is not hook_var]
+    else:
+        _log.warning("orch-otel: cannot remove the LangGraph callback hook; the handler is disabled instead")

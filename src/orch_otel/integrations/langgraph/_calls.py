@@ -16,7 +16,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from ...faults import log_fault
-from ...recorder import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK, Recorder
+from ...invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK
+from ...recorder import Recorder
 from . import _extract as ex
 from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run
 

@@ -4,7 +4,7 @@ routing decision.
 Callbacks name the router that ran and the value it returned, but not the
 graph, so neither the path map that turns that value into a node nor the
 candidates the node could have chosen. Those live on the compiled graph
-(``Pregel.nodes``: one ``PregelNode`` per node key). ``GraphPatch`` tells
+(``Pregel.nodes``: one ``PregelNode`` per node key). ``wrap_defaults`` tells
 the handler which compiled graph each graph run is. ``Pregel.stream`` and
 ``Pregel.astream`` (which every invoke, batch and astream_events goes
 through) call the private ``Pregel._defaults`` and then, in the same
@@ -40,7 +40,7 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ._context import call_then
+from .._patch import Patches, after
 
 _log = logging.getLogger(__name__)
 
@@ -49,38 +49,22 @@ BRANCH_CHANNEL = "branch:to:"
 HANDOFF_DESTINATION = "__handoff_destination"
 
 
-class GraphPatch:
-    """The wrap of ``Pregel._defaults``, with its undo. ``note(name, graph)``
-    is called just before the graph's run starts, in the thread that starts it."""
+def wrap_defaults(patches: Patches, note: Callable[[str, Any], None]) -> None:
+    """Wrap ``Pregel._defaults`` so that ``note(name, graph)`` is called just
+    before the graph's run starts, in the thread that starts it."""
+    try:
+        pregel = importlib.import_module("langgraph.pregel.main").Pregel
+        pregel.__dict__["_defaults"]
+    except (ImportError, AttributeError, KeyError):
+        _log.info("orch-otel: langgraph.pregel.main.Pregel._defaults not found; routing options and "
+                  "path maps will not be recorded")
+        return
 
-    def __init__(self, note: Callable[[str, Any], None]) -> None:
-        self._note = note
-        self._original: tuple[Any, Any] | None = None
+    def noted(graph: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        config = args[0] if args else kwargs["config"]
+        note(str(config.get("run_name") or graph.get_name()), graph)  # the name Pregel.stream gives its next run
 
-    def apply(self) -> None:
-        try:
-            pregel = importlib.import_module("langgraph.pregel.main").Pregel
-            original = pregel.__dict__["_defaults"]
-        except (ImportError, AttributeError, KeyError):
-            _log.info("orch-otel: langgraph.pregel.main.Pregel._defaults not found; routing options and "
-                      "path maps will not be recorded")
-            return
-        if getattr(original, "__orch_otel_original__", None) is not None:
-            return  # already wrapped
-        note = self._note
-
-        def noted(graph: Any, config: Any, *args: Any, **kwargs: Any) -> None:
-            note(str(config.get("run_name") or graph.get_name()), graph)  # the name Pregel.stream gives its next run
-
-        pregel._defaults = call_then(original, noted, "noting a LangGraph graph run")
-        self._original = (pregel, original)
-
-    def undo(self) -> None:
-        if self._original is not None:
-            pregel, original = self._original
-            if getattr(pregel.__dict__.get("_defaults"), "__orch_otel_original__", None) is original:
-                pregel._defaults = original
-        self._original = None
+    patches.wrap(pregel, "_defaults", after(noted, "noting a LangGraph graph run"))
 
 
 # -- readers of one PregelNode ----------------------------------------------------------------

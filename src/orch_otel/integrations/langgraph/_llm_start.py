@@ -23,6 +23,7 @@ import logging
 from typing import Any
 
 from ...faults import log_fault
+from .._patch import Patches
 
 _log = logging.getLogger(__name__)
 
@@ -30,61 +31,37 @@ _MODULE = "langchain_core.callbacks.manager"
 _CLASS = "AsyncCallbackManager"
 
 
-class LlmStartPatch:
-    """The wrap of ``AsyncCallbackManager.on_llm_start``, with its undo."""
+def wrap_llm_start(patches: Patches, handler_type: type) -> None:
+    """Wrap ``AsyncCallbackManager.on_llm_start`` for the handlers of ``handler_type`` (orch-otel's)."""
+    try:
+        target = getattr(importlib.import_module(_MODULE), _CLASS)
+        original = target.__dict__["on_llm_start"]
+    except (ImportError, AttributeError, KeyError):
+        _log.info("orch-otel: %s.%s.on_llm_start not found; left as it is", _MODULE, _CLASS)
+        return
 
-    def __init__(self, handler_type: type) -> None:
-        self._handler_type = handler_type
-        self._target: Any = None
-        self._original: Any = None
-
-    def apply(self) -> None:
+    async def on_llm_start(wrapped: Any, manager: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
-            target = getattr(importlib.import_module(_MODULE), _CLASS)
-            original = target.__dict__["on_llm_start"]
-        except (ImportError, AttributeError, KeyError):
-            _log.info("orch-otel: %s.%s.on_llm_start not found; left as it is", _MODULE, _CLASS)
-            return
-        if getattr(original, "__orch_otel_original__", None) is not None:
-            return  # already wrapped
-        target.on_llm_start = self._wrap(original)
-        self._target, self._original = target, original
+            own = [h for h in manager.handlers if isinstance(h, handler_type)]
+            if not own:
+                return await wrapped(*args, **kwargs)
+            without_us = manager.copy()
+            without_us.handlers = [h for h in manager.handlers if not isinstance(h, handler_type)]
+        except Exception:  # an unexpected manager: behave as langchain-core does
+            log_fault(_log, logging.DEBUG, "orch-otel: splitting the LLM start's handlers failed")
+            return await wrapped(*args, **kwargs)
+        run_managers = await original(without_us, *args, **kwargs)
+        try:
+            _start_own(own, manager, run_managers, *args, **kwargs)
+        except Exception:  # telemetry never raises into the host
+            log_fault(_log, logging.DEBUG, "orch-otel: recording an LLM start failed")
+        return run_managers
 
-    def undo(self) -> None:
-        target, original = self._target, self._original
-        if target is not None and getattr(target.__dict__.get("on_llm_start"), "__orch_otel_original__", None) is original:
-            target.on_llm_start = original
-        self._target = self._original = None
-
-    def _wrap(self, original: Any) -> Any:
-        ours = self._handler_type
-
-        async def on_llm_start(manager: Any, serialized: Any, prompts: list[str], run_id: Any = None,
-                               **kwargs: Any) -> Any:
-            try:
-                own = [h for h in manager.handlers if isinstance(h, ours)]
-                if not own:
-                    return await original(manager, serialized, prompts, run_id, **kwargs)
-                without_us = manager.copy()
-                without_us.handlers = [h for h in manager.handlers if not isinstance(h, ours)]
-            except Exception:  # an unexpected manager: behave as langchain-core does
-                log_fault(_log, logging.DEBUG, "orch-otel: splitting the LLM start's handlers failed")
-                return await original(manager, serialized, prompts, run_id, **kwargs)
-            run_managers = await original(without_us, serialized, prompts, run_id, **kwargs)
-            try:
-                _start_own(own, manager, serialized, prompts, run_managers, kwargs)
-            except Exception:  # telemetry never raises into the host
-                log_fault(_log, logging.DEBUG, "orch-otel: recording an LLM start failed")
-            return run_managers
-
-        on_llm_start.__orch_otel_original__ = original  # type: ignore[attr-defined]
-        on_llm_start.__wrapped__ = original  # type: ignore[attr-defined]
-        on_llm_start.__doc__ = original.__doc__
-        return on_llm_start
+    patches.wrap(target, "on_llm_start", on_llm_start)
 
 
-def _start_own(own: list[Any], manager: Any, serialized: Any, prompts: list[str], run_managers: list[Any],
-               kwargs: dict[str, Any]) -> None:
+def _start_own(own: list[Any], manager: Any, run_managers: list[Any], serialized: Any, prompts: list[str],
+               run_id: Any = None, **kwargs: Any) -> None:
     """Give orch-otel's handlers the start of each prompt's run, as langchain-core would."""
     for prompt, run_manager in zip(prompts, run_managers):
         run_manager.handlers = manager.handlers

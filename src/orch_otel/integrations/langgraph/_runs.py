@@ -23,7 +23,7 @@ from uuid import UUID
 
 from opentelemetry.context import Context
 
-from ...recorder import Invocation
+from ...invocation import Invocation
 
 OTHER, GRAPH, NODE, ROUTER, TOOL, LLM = range(6)
 
