@@ -31,14 +31,8 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
 
 from ...faults import log_fault
-from ...recorder import (
-    ERROR,
-    HANDOFF,
-    INTERRUPTED,
-    OK,
-    Recorder,
-    get_recorder,
-)
+from ...invocation import ERROR, HANDOFF, INTERRUPTED, OK
+from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
 from ._calls import CallsMixin, context_of, outcome_of, private_run
 from ._routes import RoutesMixin
