@@ -23,7 +23,7 @@ from orch_otel.cli import main
 from orch_otel.datasets import Config, build
 from orch_otel.exporters.spool import SpanSpool
 from orch_otel.offline import Options, convert_inputs
-from orch_otel.spans import from_readable_span, record_to_dict
+from orch_otel.spans import dump_line, from_readable_span
 
 RUNS = 3
 
@@ -274,7 +274,7 @@ def _exit_code_cases(recorded, tmp_path: Path) -> list[tuple[list[str], int]]:
     spool = tmp_path / "spool"
     spool.mkdir()
     (spool / "wal-00000000000000000001-1-00000001.closed.spool").write_bytes(
-        orjson.dumps(record_to_dict(from_readable_span(spans[0])), option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        dump_line(from_readable_span(spans[0])))
     bad_spool = tmp_path / "bad-spool"
     bad_spool.mkdir()
     (bad_spool / "wal-00000000000000000001-1-00000001.closed.spool").write_text("{truncated\n")

@@ -27,7 +27,8 @@ from otlp_receiver import OTLPReceiver, free_port
 from zero_code_support import assert_zero_code_installed, written_task_ids
 
 from orch_otel import Recorder
-from orch_otel.exporters.spool import DurableBatchSpanProcessor, spool_files
+from orch_otel.exporters.durable import DurableBatchSpanProcessor
+from orch_otel.exporters.spool import spool_files
 from orch_otel.exporters.trace_file import TraceFileExporter
 
 FLUSH_BOUND_S = 5.0  # for the default 2 s

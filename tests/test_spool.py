@@ -21,7 +21,8 @@ from otlp_receiver import OTLPReceiver, free_port
 
 from orch_otel import Recorder
 from orch_otel.exporters.batching import AccountedBatchSpanProcessor
-from orch_otel.exporters.spool import DurableBatchSpanProcessor, read_segment, spool_files
+from orch_otel.exporters.durable import DurableBatchSpanProcessor
+from orch_otel.exporters.spool import read_segment, spool_files
 
 _metric_reader = InMemoryMetricReader()
 
@@ -149,7 +150,7 @@ import sys, time
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from orch_otel import Recorder
-from orch_otel.exporters.spool import DurableBatchSpanProcessor
+from orch_otel.exporters.durable import DurableBatchSpanProcessor
 provider = TracerProvider()
 provider.add_span_processor(DurableBatchSpanProcessor(
     OTLPSpanExporter(endpoint=sys.argv[1], timeout=1), sys.argv[2], schedule_delay_millis=600_000))

@@ -19,8 +19,9 @@ from otlp_receiver import OTLPReceiver, free_port
 
 from orch_otel.cli import main
 from orch_otel.configure import otlp_exporter
+from orch_otel.exporters.durable import DurableBatchSpanProcessor
 from orch_otel.exporters.rejections import REJECTED_FILE, UNREADABLE_FILE, Refusal, deliver
-from orch_otel.exporters.spool import DurableBatchSpanProcessor, SpanSpool, spool_files
+from orch_otel.exporters.spool import SpanSpool, spool_files
 from orch_otel.spans import from_readable_span
 
 LIMIT = 20_000  # bytes per request the receiver takes

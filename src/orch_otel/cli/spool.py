@@ -20,7 +20,8 @@ from rich.table import Table
 
 from .. import env
 from ..exporters.rejections import REJECTED_FILE, UNREADABLE_FILE, summarize
-from ..exporters.spool import read_segment, replay, spool_files
+from ..exporters.spool import read_segment, spool_files
+from ..exporters.spool_replay import replay
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 EXIT_LEFT = EXIT_INVALID

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ..faults import log_fault
-from ..spans import SpanRecord, from_readable_span, record_to_dict
+from ..spans import SpanRecord, from_readable_span, to_dump
 
 _log = logging.getLogger(__name__)
 REJECTED_FILE = "rejected.aside"  # not a converter input suffix: `convert DIR` does not pick it up
@@ -149,7 +149,7 @@ def deliver(send: Callable[[Sequence[ReadableSpan]], SpanExportResult], spans: S
 
 class SetAside:
     """``rejected.aside`` in the spool directory: one line per refused span, a span
-    dump (``record_to_dict``) plus ``set_aside``: {reason, http_status, at_ns}.
+    dump (``to_dump``) plus ``set_aside``: {reason, http_status, at_ns}.
     A span already there is not added again (replay may meet it twice)."""
 
     def __init__(self, directory: str | Path) -> None:
@@ -164,10 +164,10 @@ class SetAside:
                 self._ids = {entry.get("span_id") for entry in _entries(self.path)}
             if record.span_id in self._ids:
                 return False
-            line = record_to_dict(record)
+            line = to_dump(record)
             line["set_aside"] = {"reason": refusal.reason, "http_status": refusal.http_status, "at_ns": time.time_ns()}
             with open(self.path, "ab") as handle:
-                handle.write(orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS, default=str) + b"\n")
+                handle.write(orjson.dumps(line, default=str) + b"\n")
             self._ids.add(record.span_id)
             return True
 

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ..spans import from_readable_span, to_dump
+from ..spans import dump_line, from_readable_span
 
 
 class SpanDumpExporter(SpanExporter):
@@ -40,7 +39,7 @@ class SpanDumpExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
-        data = b"".join(orjson.dumps(to_dump(from_readable_span(s))) + b"\n" for s in spans)
+        data = b"".join(dump_line(from_readable_span(s)) for s in spans)
         try:
             with self._lock:
                 if self._handle is None:

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from ..faults import log_fault
 from .batching import AccountedBatchSpanProcessor
-from .spool import DurableBatchSpanProcessor
+from .durable import DurableBatchSpanProcessor
 
 _log = logging.getLogger(__name__)
 
