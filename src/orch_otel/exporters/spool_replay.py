@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -56,8 +57,9 @@ def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include
     once all of it was sent or set aside. Stops, leaving the rest, when the
     collector is unavailable."""
     result = ReplayResult()
-    aside = SetAside(directory)
-    files = spool_files(directory)
+    root = Path(directory)
+    aside = SetAside(root)
+    files = spool_files(root)
     for index, path in enumerate(files):
         if not include_live and CLOSED not in path.name and _pid_alive(writer_pid(path)):
             result.skipped_live += 1
@@ -85,7 +87,7 @@ def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include
             ok = _replay_batch(exporter, batch, result, aside)
         if ok and unreadable:
             try:
-                quarantine_lines(directory, path.name, unreadable)
+                quarantine_lines(root, path.name, unreadable)
                 result.quarantined += len(unreadable)
             except OSError:
                 log_fault(_log, logging.WARNING, "orch-otel: could not move unreadable lines aside; %s is kept", path)
