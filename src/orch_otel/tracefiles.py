@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+__all__ = ["load_contents"]
+
 TRACE_GLOB = "*.jsonl"
 
 

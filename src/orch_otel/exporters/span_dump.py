@@ -23,6 +23,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..spans import from_readable_span, to_dump
 
+__all__ = ["SpanDumpExporter"]
+
 
 class SpanDumpExporter(SpanExporter):
     """Appends spans to ``path``: a file, or a directory that gets
