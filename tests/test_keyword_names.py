@@ -151,10 +151,6 @@ def test_stop_and_human_intervention_take_the_recorders_source_and_resume_of(cap
 
 # Old keyword names, by the function (attribute name) they belong to.
 DEPRECATED = {"message": {"to"}, "llm": {"tool_definitions"}}
-# Calls in src/ still using an old name, left to the integrations' owners (issue 15 merges them
-# with the new names). When one is fixed, drop it here: the test then keeps it fixed.
-PENDING = {("integrations/autogen/_clients.py", "llm", "tool_definitions"),
-           ("integrations/langgraph/_calls.py", "llm", "tool_definitions")}
 
 
 def test_orch_otel_itself_uses_no_deprecated_keyword_name():
@@ -167,4 +163,4 @@ def test_orch_otel_itself_uses_no_deprecated_keyword_name():
                 for keyword in node.keywords:
                     if keyword.arg in DEPRECATED.get(called, ()):
                         found.add((path.relative_to(src).as_posix(), called, keyword.arg))
-    assert found == PENDING
+    assert found == set()
