@@ -20,6 +20,16 @@ from typing import Any
 import orjson
 
 TRACE_GLOB = "*.jsonl"
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: some editors and Windows tools start text files with it
+
+
+def numbered_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a file opened in binary mode; a byte order mark
+    before the first line is dropped (JSON parsers refuse it)."""
+    for lineno, raw in enumerate(handle, start=1):
+        if lineno == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        yield lineno, raw
 
 
 class LineFile:
@@ -165,7 +175,7 @@ class Line:
 def read_lines(path: Path) -> Iterator[Line]:
     """Each non-empty line of a trace file, parsed, or with the parse error."""
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw in numbered_lines(handle):
             if not raw.strip():
                 continue
             try:

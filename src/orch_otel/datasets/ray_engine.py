@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..tracefiles import trace_files
+from ..tracefiles import numbered_lines, trace_files
 from .analysis import Config
 from .reader import ContentStore, RawLine
 from .views import ContentMissing
@@ -48,7 +48,7 @@ def _read_file(batch: Any) -> Iterator[Any]:
     for path in batch.column("path").to_pylist():
         chunk: dict[str, list[Any]] = {"path": [], "lineno": [], "raw": []}
         with open(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
+            for lineno, raw in numbered_lines(handle):
                 if not raw.strip():
                     continue
                 chunk["path"].append(str(path))

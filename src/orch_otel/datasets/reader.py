@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import orjson
 
-from ..tracefiles import trace_files
+from ..tracefiles import BOM, numbered_lines, trace_files
 from ..validation import trace_errors
 from ..vocabulary import EventKind
 
@@ -43,7 +43,7 @@ def iter_raw_lines(paths: Sequence[str | os.PathLike[str]]) -> Iterator[RawLine]
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such trace file")
         with open(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
+            for lineno, raw in numbered_lines(handle):
                 if raw.strip():
                     yield RawLine(str(path), lineno, raw.rstrip(b"\r\n"))
 
@@ -153,6 +153,8 @@ class ContentStore:
                 with open(path, "rb") as handle:
                     for raw in handle:
                         start, offset = offset, offset + len(raw)
+                        if start == 0 and raw.startswith(BOM):  # the text starts after the byte order mark
+                            start, raw = len(BOM), raw[len(BOM):]
                         ref_at = raw.find(b'"ref":')
                         if ref_at < 0:
                             continue

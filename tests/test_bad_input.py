@@ -1,0 +1,154 @@
+"""Bad input to the batch commands (issue 14, items 10-13): integers wider
+than 64 bits, traces the dataset views cannot read, deep nesting, duplicate
+traces and byte order marks. Each is reported with its file and line, counted
+and kept aside; the rest of the input is written."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from conftest import check_trace
+from fixtures.dataset_runs import record, supervisor_run
+from offline_support import otlp_line
+
+from orch_otel.cli import main
+from orch_otel.datasets import Config, Outcomes, build
+from orch_otel.offline import convert_inputs, to_dump
+from orch_otel.spans import SpanRecord
+from orch_otel.tracefiles import read_lines
+
+T0 = 1_700_000_000_000_000_000
+BOM = b"\xef\xbb\xbf"
+HUGE = "99999999999999999999999999"  # 87 bits
+
+
+def run_spans(n: int) -> list[SpanRecord]:
+    """Trace ``n``: an agent span and one model call under it, with token counts."""
+    trace_id = f"{n + 1:032x}"
+    root = SpanRecord(trace_id, f"{2 * n + 1:016x}", None, "invoke_agent lead", T0, T0 + 100,
+                      attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "lead"})
+    llm = SpanRecord(trace_id, f"{2 * n + 2:016x}", root.span_id, "chat m", T0 + 10, T0 + 20,
+                     attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                                 "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 7})
+    return [root, llm]
+
+
+def quarantined(out) -> list[dict]:
+    return [orjson.loads(x) for x in (out.parent / (out.name + ".quarantine")).read_bytes().splitlines()]
+
+
+def written(out) -> list[dict]:
+    return [line.trace for line in read_lines(out)]
+
+
+# -- 10. integers wider than 64 bits ---------------------------------------------------------
+
+
+def _with_value(line: bytes, key: str, value: str) -> bytes:
+    """An OTLP JSON line whose last ``key`` (an int attribute or a span field) holds ``value``, a
+    decimal string as the Collector writes int64s."""
+    old = b'{"key":"%s","value":{"intValue":"' % key.encode() if key.startswith("gen_ai.") else b'"%s":"' % key.encode()
+    start = line.rindex(old) + len(old)
+    return line[:start] + value.encode() + line[line.index(b'"', start):]
+
+
+@pytest.mark.parametrize(("key", "field"), [
+    ("gen_ai.usage.input_tokens", "attributes[gen_ai.usage.input_tokens]: intValue: 99999999999999999999999999 is "
+                                  "outside the 64-bit integer range (OTLP intValue is an int64)"),
+    ("startTimeUnixNano", "startTimeUnixNano: expected a non-negative 64-bit integer, got '99999999999999999999999999'"),
+])
+def test_convert_quarantines_the_span_with_an_integer_wider_than_64_bits_and_writes_every_trace(tmp_path, capsys, key, field):
+    lines = [otlp_line(run_spans(n)) for n in range(20)]
+    lines[7] = _with_value(lines[7], key, HUGE)
+    src = tmp_path / "in.json"
+    src.write_bytes(b"".join(lines))
+    out = tmp_path / "out" / "traces.jsonl"
+    assert main(["convert", str(src), "-o", str(out)]) == 1  # written, something quarantined
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    where = f"{src}:8"
+    reason = "resourceSpans[0].scopeSpans[0].spans[1]: " + field  # the model call: span 1 of the line
+    assert captured.err.splitlines() == [f"{where}: {reason}"]
+    traces = written(out)
+    assert len(traces) == 20  # the bad span's trace is written without it
+    for trace in traces:
+        check_trace(trace)
+    (q,) = quarantined(out)
+    assert (q["where"], q["reason"], q["kind"]) == (where, reason, "span")
+    assert HUGE in orjson.dumps(q["raw"]).decode()  # the span as read, kept aside
+
+
+def test_convert_quarantines_a_span_dump_trace_whose_token_count_cannot_be_written(tmp_path, capsys):
+    dumps = [to_dump(s) for n in range(20) for s in run_spans(n)]
+    dumps[3]["attributes"]["gen_ai.usage.input_tokens"] = HUGE  # trace 1's model call; a digit string is a count
+    src = tmp_path / "in.spans"
+    src.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in dumps))
+    out = tmp_path / "traces.jsonl"
+    summary = convert_inputs([src], out)
+    assert "Traceback" not in capsys.readouterr().err
+    assert (summary.traces, summary.failed_traces, summary.quarantined_spans, summary.exit_code) == (19, 1, 2, 1)
+    assert {t["trace_id"] for t in written(out)} == {f"{n + 1:032x}" for n in range(20) if n != 1}
+    records = quarantined(out)
+    assert [q["where"] for q in records] == [f"trace {2:032x}"] * 2
+    assert records[0]["reason"].startswith("trace could not be written: events[")
+    assert records[0]["reason"].endswith(f"].input_tokens: {HUGE} is outside the 64-bit integer range")
+    assert sorted(q["span"]["span_id"] for q in records) == [f"{3:016x}", f"{4:016x}"]
+
+
+# -- 13. a UTF-8 byte order mark -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["in.json", "in.spans", "in.json.zst"])
+def test_convert_reads_json_lines_that_start_with_a_byte_order_mark(tmp_path, name):
+    import zstandard
+
+    spans = [s for n in range(3) for s in run_spans(n)]
+    body = (b"".join(otlp_line([s]) for s in spans) if name != "in.spans"
+            else b"".join(orjson.dumps(to_dump(s)) + b"\n" for s in spans))
+    data = BOM + body
+    src = tmp_path / name
+    src.write_bytes(zstandard.ZstdCompressor().compress(data) if name.endswith(".zst") else data)
+    summary = convert_inputs([src], tmp_path / "out.jsonl")
+    assert (summary.spans, summary.traces, summary.bad_records, summary.quarantined_spans) == (6, 3, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def captured_runs(tmp_path_factory):
+    """Two real runs with captured content: a trace file and its content store."""
+    folder = tmp_path_factory.mktemp("runs") / "traces"
+    traces = record(folder, [lambda: supervisor_run("calc-ok", 3), lambda: supervisor_run("calc-budget", 1)],
+                    capture=True)
+    return folder, traces
+
+
+def _with_bom(src, dst):
+    """A copy of the trace folder ``src`` whose trace and content files start with a byte order mark."""
+    for path in src.rglob("*.jsonl"):
+        target = dst / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(BOM + path.read_bytes())
+    return dst
+
+
+def test_dataset_and_validate_read_trace_and_content_files_that_start_with_a_byte_order_mark(captured_runs, tmp_path,
+                                                                                            capsys):
+    src, traces = captured_runs
+    folder = _with_bom(src, tmp_path / "bom")
+    plain = build([src], tmp_path / "plain", Config(view="chat"))
+    summary = build([folder], tmp_path / "out", Config(view="chat"))
+    assert (summary.traces_read, summary.rejects, summary.traces_skipped) == (len(traces), 0, 0)
+    assert summary.rows_written == plain.rows_written > 0  # the first content record resolves too
+    assert (tmp_path / "out" / "chat.jsonl").read_bytes() == (tmp_path / "plain" / "chat.jsonl").read_bytes()
+    assert main(["validate", str(folder)]) == 0
+    assert f"{len(traces)} trace(s) in 1 file(s): valid" in capsys.readouterr().out
+
+
+def test_outcomes_csv_from_a_spreadsheet_with_a_byte_order_mark(captured_runs, tmp_path):
+    src, traces = captured_runs
+    outcomes = tmp_path / "outcomes.csv"
+    outcomes.write_bytes(BOM + b"task_id,success\ncalc-ok,1\ncalc-budget,0\n")
+    build([src], tmp_path / "out", Config(view="decisions", outcomes=Outcomes.load(str(outcomes))))
+    rows = [json.loads(x) for x in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
+    assert {r["task_id"]: r["outcome_success"] for r in rows} == {"calc-ok": 1.0, "calc-budget": 0.0}
