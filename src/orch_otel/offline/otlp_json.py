@@ -16,20 +16,9 @@ import binascii
 import math
 from typing import Any
 
+from ..jsonvalues import INT64_MAX, INT64_MIN
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .records import (
-    INT64_MAX,
-    INT64_MIN,
-    KINDS,
-    BadField,
-    Chunk,
-    Problem,
-    _short,
-    list_field,
-    span_id_of,
-    trace_id_of,
-    uint_of,
-)
+from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 
 _STATUS = {0: "unset", 1: "ok", 2: "error",
            "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}

@@ -35,11 +35,12 @@ from typing import IO, Any
 import orjson
 
 from ..converter import convert
+from ..jsonvalues import unwritable
 from ..spans import SpanRecord
 from ..tracefiles import ContentStore
 from .assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from .readers import input_files, read_file
-from .records import Problem, unwritable
+from .records import Problem
 
 EXIT_OK, EXIT_QUARANTINED, EXIT_NO_INPUT = 0, 1, 2
 

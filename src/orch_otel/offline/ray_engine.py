@@ -22,10 +22,11 @@ from typing import Any
 
 import orjson
 
+from ..jsonvalues import json_bytes
 from ..spans import SpanRecord
 from .pipeline import Converted, Options, Outputs, Summary, convert_one, record_converted
 from .readers import read_file
-from .records import Problem, from_dump, json_bytes, to_dump
+from .records import Problem, from_dump, to_dump
 
 _FILE_SHIFT = 40  # order = file index << 40 | record number within the file
 

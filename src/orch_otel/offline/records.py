@@ -23,16 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from ..jsonvalues import UINT64_MAX, json_bytes
 from ..spans import EventRecord, LinkRecord, SpanRecord, record_to_dict
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}\Z")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}\Z")
 _ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
 _STATUSES = frozenset({"unset", "ok", "error"})
-INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1  # OTLP's int64 / fixed64 ranges
-_MAX_JSON_DEPTH = 200  # orjson refuses more than 254 levels; quarantine records add a few
 KINDS = ("internal", "internal", "server", "client", "producer", "consumer")  # by OTLP SpanKind number
 
 
@@ -128,62 +125,6 @@ def uint_of(value: Any, what: str) -> int:
     if t is str and value.isascii() and value.isdigit() and (len(value) < 20 or int(value) <= UINT64_MAX):
         return int(value)
     raise BadField(f"{what}: expected a non-negative 64-bit integer, got {_short(value)}")
-
-
-def json_bytes(value: Any) -> bytes:
-    """``value`` as JSON, for records made of input (quarantine records, span
-    dumps). Never raises: what orjson cannot write (integers beyond 64 bits,
-    nesting deeper than it allows) is written as text instead."""
-    try:
-        return orjson.dumps(value, default=_jsonable_fallback)
-    except TypeError:
-        return orjson.dumps(_json_safe(value, 0), default=_jsonable_fallback)
-
-
-def _jsonable_fallback(value: Any) -> Any:
-    if isinstance(value, (tuple, set, frozenset)):
-        return list(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return repr(value)
-
-
-def _json_safe(value: Any, depth: int) -> Any:
-    if type(value) is int:
-        return value if INT64_MIN <= value <= UINT64_MAX else str(value)
-    if isinstance(value, (dict, list, tuple)):
-        if depth >= _MAX_JSON_DEPTH:
-            return _deep_text(value)
-        if isinstance(value, dict):
-            return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
-        return [_json_safe(v, depth + 1) for v in value]
-    return value
-
-
-def unwritable(value: Any, path: str = "", depth: int = 0) -> str | None:
-    """Where in ``value`` orjson would fail (an integer beyond 64 bits, nesting
-    too deep), as ``path: why``; None when nothing there is unwritable."""
-    if type(value) is int:
-        return None if INT64_MIN <= value <= UINT64_MAX else f"{path or 'value'}: {_short(value)} is outside the 64-bit integer range"
-    if isinstance(value, (dict, list, tuple)):
-        if depth >= _MAX_JSON_DEPTH:
-            return f"{path or 'value'}: nested more than {_MAX_JSON_DEPTH} levels deep"
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            found = unwritable(item, f"{path}[{key}]" if type(key) is int else f"{path}.{key}" if path else str(key), depth + 1)
-            if found:
-                return found
-    return None
-
-
-def _deep_text(value: Any) -> str:
-    """A value nested too deeply for orjson, as JSON text (or its repr)."""
-    import json
-
-    try:
-        return json.dumps(value, default=_jsonable_fallback)
-    except (RecursionError, ValueError, TypeError):
-        return repr(value)[:100_000]
 
 
 def _short(value: Any) -> str:
