@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 
 from .analysis import VIEWS, Config, prepare
-from .reader import BadTrace, ContentStore, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
+from .reader import BadTrace, ContentStore, RawLine, RejectSink, content_dirs, iter_raw_lines, line_at, parse_trace
 from .rewards import OutcomeError, unknown_reward_terms
 from .schema import columns
 from .views import BUILDERS, ContentMissing
-from .writers import open_writer, output_path, partial_path
+from .writers import RowsNotWritable, open_writer, output_path, partial_path
 
 ENGINES = ("local", "ray")
 _REF_KEYS = ("content_ref", "input_ref", "tools_ref")
@@ -61,6 +61,8 @@ def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str
         trace = parse_trace(line, validate=config.validate)
     except BadTrace as exc:
         return {**base, "reject": str(exc), "line": line.raw.decode("utf-8", "replace")}
+    except RecursionError:  # the checks bound nesting: this is a backstop, never a crash
+        return {**base, "reject": "nested too deeply to check", "line": line.raw.decode("utf-8", "replace")}
     try:
         prepared = prepare(trace, config)
         rows = BUILDERS[config.view](prepared, config, store)
@@ -73,7 +75,7 @@ def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str
     if config.reward is not None:  # for the check that every --reward term names something
         result["reward_names"] = sorted(prepared.rewards)
     if config.view == "traces":
-        refs = {e[k] for e in trace["events"] for k in _REF_KEYS if e.get(k)}
+        refs = {e[k] for e in trace["events"] for k in _REF_KEYS if type(e.get(k)) is str}
         result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
     return result
 
@@ -167,8 +169,15 @@ def build(
                     task_ids.add(result["task_id"])
             else:
                 summary.traces_read += 1
+                try:
+                    writer.write(result["rows"])
+                except RowsNotWritable as exc:  # content or a value the checks let through: this trace only
+                    result = {**result, "reject": f"cannot write {config.view} rows: {exc}", "is_trace": True}
+                    rejects.add(result["where"], result["reject"], line_at(result["where"]))
+                    if progress is not None:
+                        progress(result)
+                    continue
                 summary.traces_used += 1
-                writer.write(result["rows"])
                 reward_names.update(result.get("reward_names", ()))
                 if config.outcomes is not None:
                     trace_ids.add(result["trace_id"])

@@ -15,10 +15,12 @@ from typing import Any
 
 import orjson
 
+from ..jsonvalues import unwritable
 from ..tracefiles import numbered_lines, trace_files
 from .analysis import Config
 from .reader import ContentStore, RawLine
 from .views import ContentMissing
+from .writers import in_row
 
 LINES_PER_BATCH = 256
 _stores: dict[tuple[str, ...], ContentStore] = {}  # per worker process: index built once
@@ -77,7 +79,14 @@ def _process(batch: Any, config: Config, dirs: tuple[str, ...]) -> Any:
             result = process_line(line, config, store)
         except ContentMissing as exc:
             result = {"fatal": str(exc)}
-        payloads.append(orjson.dumps(result))
+        try:
+            payload = orjson.dumps(result)
+        except TypeError:  # rows orjson cannot write (captured content nested too deep): this trace is rejected
+            where = unwritable(result.get("rows"))
+            payload = orjson.dumps({"where": line.where, "size": len(raw) + 1, "is_trace": True,
+                                    "line": raw.decode("utf-8", "replace"),
+                                    "reject": f"cannot write {config.view} rows: {in_row(where) if where else 'TypeError'}"})
+        payloads.append(payload)
     return pa.table({"payload": pa.array(payloads, pa.binary())})
 
 

@@ -19,6 +19,7 @@ import orjson
 from ..tracefiles import BOM, numbered_lines, trace_files
 from ..validation import trace_errors
 from ..vocabulary import EventKind
+from .checks import event_error, trace_error
 
 _EVENT_TYPES = frozenset(k.value for k in EventKind)
 
@@ -48,13 +49,25 @@ def iter_raw_lines(paths: Sequence[str | os.PathLike[str]]) -> Iterator[RawLine]
                     yield RawLine(str(path), lineno, raw.rstrip(b"\r\n"))
 
 
+def line_at(where: str) -> bytes:
+    """The line ``path:lineno`` names, as :func:`iter_raw_lines` read it (for a
+    trace rejected after its line was let go: rare, so a re-read is fine)."""
+    path, _, lineno = where.rpartition(":")
+    with open(path, "rb") as handle:
+        for n, raw in numbered_lines(handle):
+            if n == int(lineno):
+                return raw.rstrip(b"\r\n")
+    return b""
+
+
 class BadTrace(ValueError):
     """A line that is not a usable trace; the message says why."""
 
 
 def parse_trace(line: RawLine, *, validate: bool = False) -> dict[str, Any]:
     """Parse and check one line. The light check covers what the views rely
-    on; ``validate=True`` runs the full schema and contract check as well."""
+    on (:mod:`.checks`: field types, nesting); ``validate=True`` runs the full
+    schema and contract check as well."""
     try:
         trace = orjson.loads(line.raw)
     except orjson.JSONDecodeError as exc:
@@ -77,9 +90,12 @@ def parse_trace(line: RawLine, *, validate: bool = False) -> dict[str, Any]:
         t = event.get("t")
         if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
             raise BadTrace(f"events[{k}].t: {t!r} is not a number >= 0")
-    for key in ("rewards", "metrics", "costs"):
-        if trace.get(key) is not None and not isinstance(trace[key], dict):
-            raise BadTrace(f"{key}: not an object")
+        error = event_error(event)
+        if error is not None:
+            raise BadTrace(f"events[{k}].{error}")
+    error = trace_error(trace)
+    if error is not None:
+        raise BadTrace(error)
     if validate:
         errors = trace_errors(trace)
         if errors:

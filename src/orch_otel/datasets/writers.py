@@ -13,8 +13,15 @@ from typing import IO, Any
 
 import orjson
 
+from ..jsonvalues import unwritable
+
 FORMATS = ("jsonl", "parquet", "hf")
 BATCH_ROWS = 2_000
+
+
+class RowsNotWritable(ValueError):
+    """One trace's rows cannot be written in this format; the message names
+    the column (and the place in it) at fault. Nothing of them was written."""
 
 
 def partial_path(path: Path) -> Path:
@@ -47,7 +54,13 @@ class JsonlWriter:
         self.rows = 0
 
     def write(self, rows: list[dict[str, Any]]) -> None:
-        self._handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        """One trace's rows, all or none (:class:`RowsNotWritable`)."""
+        try:
+            data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+        except TypeError as exc:  # an integer beyond 64 bits, nesting orjson refuses
+            where = unwritable(rows)
+            raise RowsNotWritable(in_row(where) if where else f"{type(exc).__name__}: {exc}") from None
+        self._handle.write(data)
         self.rows += len(rows)
 
     def close(self, ok: bool = True) -> None:
@@ -56,6 +69,12 @@ class JsonlWriter:
             os.replace(self.tmp, self.path)
         else:
             self.tmp.unlink(missing_ok=True)
+
+
+def in_row(where: str) -> str:
+    """``[k].path: why`` (:func:`unwritable` over a list of rows) as ``path: why``: the row number is no help."""
+    rest = where[where.index("]") + 1:]
+    return rest[1:] if rest.startswith(".") else rest.lstrip(": ") if not rest.startswith("[") else rest
 
 
 def _to_arrow_rows(rows: list[dict[str, Any]], json_cols: list[str]) -> list[dict[str, Any]]:
@@ -83,20 +102,43 @@ class ParquetWriter:
         self.schema = arrow_schema(columns)
         self.json_cols = [name for name, kind in columns if kind == "json"]
         self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
-        self._buffer: list[dict[str, Any]] = []
+        self._tables: list[Any] = []  # one Arrow table per trace, written together every BATCH_ROWS rows
+        self._pending = 0
         self.rows = 0
 
     def write(self, rows: list[dict[str, Any]]) -> None:
-        self._buffer.extend(rows)
+        """One trace's rows, all or none (:class:`RowsNotWritable`): converted
+        to Arrow now, so a bad value is the fault of its trace only."""
+        try:
+            table = self.pa.Table.from_pylist(_to_arrow_rows(rows, self.json_cols), schema=self.schema)
+        except (TypeError, ValueError, OverflowError, self.pa.ArrowException) as exc:
+            raise RowsNotWritable(self._fault(rows, exc)) from None
+        self._tables.append(table)
+        self._pending += len(rows)
         self.rows += len(rows)
-        if len(self._buffer) >= BATCH_ROWS:
+        if self._pending >= BATCH_ROWS:
             self._flush()
 
+    def _fault(self, rows: list[dict[str, Any]], exc: Exception) -> str:
+        """Where in ``rows`` orjson (JSON columns) or Arrow cannot take a value."""
+        where = unwritable(rows)
+        if where is not None:  # worded as JsonlWriter and the Ray engine word it
+            return in_row(where)
+        for field in self.schema:
+            if field.name in self.json_cols:
+                continue
+            values = [row.get(field.name) for row in rows]
+            try:
+                self.pa.array(values, type=field.type)
+            except (TypeError, ValueError, OverflowError, self.pa.ArrowException) as column_exc:
+                return f"{field.name}: {type(column_exc).__name__}: {column_exc}"
+        return f"{type(exc).__name__}: {exc}"
+
     def _flush(self) -> None:
-        if self._buffer:
-            table = self.pa.Table.from_pylist(_to_arrow_rows(self._buffer, self.json_cols), schema=self.schema)
-            self._writer.write_table(table)
-            self._buffer = []
+        if self._tables:
+            self._writer.write_table(self.pa.concat_tables(self._tables).combine_chunks())
+            self._tables = []
+            self._pending = 0
 
     def close(self, ok: bool = True) -> None:
         if ok:
