@@ -152,3 +152,120 @@ def test_outcomes_csv_from_a_spreadsheet_with_a_byte_order_mark(captured_runs, t
     build([src], tmp_path / "out", Config(view="decisions", outcomes=Outcomes.load(str(outcomes))))
     rows = [json.loads(x) for x in (tmp_path / "out" / "decisions.jsonl").read_text().splitlines()]
     assert {r["task_id"]: r["outcome_success"] for r in rows} == {"calc-ok": 1.0, "calc-budget": 0.0}
+
+
+# -- 11. one bad trace never aborts `dataset` ------------------------------------------------
+
+
+def _nested(depth: int, leaf: str) -> str:
+    return "[" * depth + leaf + "]" * depth
+
+
+def _first(trace: dict, key: str) -> dict:
+    return next(e for e in trace["events"] if e.get(key))
+
+
+def _mutated(trace: dict, case: str) -> bytes:
+    """``trace`` as a line with one fault planted (by hand, as a broken producer would write it)."""
+    trace = json.loads(json.dumps(trace))
+    if case == "options: 7":
+        _first(trace, "options")["options"] = 7
+    elif case == "integer content_ref":
+        _first(trace, "content_ref")["content_ref"] = 12345
+    elif case == "200-deep options":
+        _first(trace, "options")["options"] = "DEEP"
+        return orjson.dumps(trace).replace(b'"DEEP"', _nested(200, "").encode())
+    elif case == "800-deep extra field":
+        trace["events"][0]["state"] = "DEEP"
+        return orjson.dumps(trace).replace(b'"DEEP"', b'{"x":' * 800 + b"1" + b"}" * 800)
+    return orjson.dumps(trace)
+
+
+def _index_of(trace: dict, key: str) -> int:
+    return next(k for k, e in enumerate(trace["events"]) if e.get(key))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize("view", ["traces", "decisions", "turns"])
+@pytest.mark.parametrize("case", ["options: 7", "integer content_ref", "200-deep options", "800-deep extra field"])
+def test_dataset_rejects_one_bad_trace_with_its_line_and_field_and_writes_the_rest(captured_runs, tmp_path, case, view,
+                                                                                  fmt):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    src, traces = captured_runs
+    good, bad = traces
+    line = _mutated(bad, case)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "traces-x.jsonl"
+    path.write_bytes(orjson.dumps(good) + b"\n" + line + b"\n" + orjson.dumps(good | {"trace_id": "f" * 32}) + b"\n")
+    (folder / "content").mkdir()
+    for content in (src / "content").glob("*.jsonl"):
+        (folder / "content" / content.name).write_bytes(content.read_bytes())
+    summary = build([path], tmp_path / "out", Config(view=view), fmt=fmt)
+    assert (summary.traces_read, summary.traces_used, summary.rejects) == (2, 2, 1)  # a rejected line is not a trace read
+    (reject,) = [json.loads(x) for x in (tmp_path / "out" / f"{view}.rejects.jsonl").read_text().splitlines()]
+    assert reject["where"] == f"{path}:2"
+    assert reject["line"] == line.decode()  # kept verbatim
+    expected = {
+        "options: 7": f"events[{_index_of(bad, 'options')}].options: expected a list of strings, got 7",
+        "integer content_ref": f"events[{_index_of(bad, 'content_ref')}].content_ref: expected a string, got 12345",
+        "200-deep options": f"events[{_index_of(bad, 'options')}].options[0]: expected a string, got a list",
+        "800-deep extra field": "events[0].state: nested more than 100 levels deep (counted from the trace)",
+    }[case]
+    assert reject["error"] == expected
+    written_ids = {r["trace_id"] for r in _read_rows(tmp_path / "out", view, fmt)}
+    assert written_ids == {good["trace_id"], "f" * 32}
+
+
+def _read_rows(folder, view, fmt) -> list[dict]:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(folder / f"{view}.parquet").to_pylist()
+    return [json.loads(x) for x in (folder / f"{view}.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_rows_a_writer_cannot_take_reject_their_trace_alone(captured_runs, tmp_path, monkeypatch, fmt):
+    """The backstop behind the field checks: captured content (or a builder bug) giving a value
+    the format cannot hold rejects that trace, named by column, and the others are written."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    from orch_otel.datasets import views
+
+    src, traces = captured_runs
+    real = views.BUILDERS["decisions"]
+
+    def deep_content_for_one_trace(prepared, config, store):  # the defensive path only
+        rows = real(prepared, config, store)
+        if prepared.trace["task_id"] == "calc-budget":
+            deep: list = []
+            for _ in range(300):
+                deep = [deep]
+            rows[0]["content"] = deep
+        return rows
+
+    monkeypatch.setitem(views.BUILDERS, "decisions", deep_content_for_one_trace)
+    summary = build([src], tmp_path / "out", Config(view="decisions"), fmt=fmt)
+    assert (summary.traces_read, summary.traces_used, summary.rejects) == (2, 1, 1)
+    (reject,) = [json.loads(x) for x in (tmp_path / "out" / "decisions.rejects.jsonl").read_text().splitlines()]
+    line = next(x for x in next(src.glob("traces-*.jsonl")).read_text().splitlines() if '"calc-budget"' in x)
+    assert reject["line"] == line
+    assert reject["error"] == "cannot write decisions rows: content[0][0][0][0]... (250 levels): nested more than 250 levels deep"
+    assert {r["task_id"] for r in _read_rows(tmp_path / "out", "decisions", fmt)} == {"calc-ok"}
+
+
+def test_validate_reports_deep_nesting_instead_of_crashing(captured_runs, tmp_path, capsys):
+    _, traces = captured_runs
+    path = tmp_path / "traces-deep.jsonl"
+    trace = json.loads(json.dumps(traces[0]))
+    trace["events"][0]["options"] = "DEEP"
+    path.write_bytes(orjson.dumps(trace).replace(b'"DEEP"', _nested(1000, "").encode()) + b"\n")
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"{path}:1: events[0].options[0][0][0]... (100 levels): nested more than 100 levels deep"]
+    with open(path, "ab") as handle:
+        handle.write(orjson.dumps(traces[1]) + b"\n")
+    summary = build([path], tmp_path / "out", Config(view="decisions", validate=True))  # rejected, no RecursionError
+    assert (summary.traces_read, summary.traces_used, summary.rejects) == (1, 1, 1)
