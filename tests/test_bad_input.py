@@ -269,3 +269,50 @@ def test_validate_reports_deep_nesting_instead_of_crashing(captured_runs, tmp_pa
         handle.write(orjson.dumps(traces[1]) + b"\n")
     summary = build([path], tmp_path / "out", Config(view="decisions", validate=True))  # rejected, no RecursionError
     assert (summary.traces_read, summary.traces_used, summary.rejects) == (1, 1, 1)
+
+
+# -- 12. duplicate traces ----------------------------------------------------------------------
+
+
+def duplicated_inputs(src, traces, folder):
+    """``src``'s trace file, plus a second file holding a copy of both traces (as a
+    converted spool would) and one changed copy of the first, and a bad line first."""
+    folder.mkdir()
+    first = next(src.glob("traces-*.jsonl"))
+    (folder / first.name).write_bytes(first.read_bytes())
+    changed = orjson.dumps({**traces[0], "rewards": {"team": 0.25}})
+    again = folder / "traces-z-converted.jsonl"
+    again.write_bytes(b"not json\n" + first.read_bytes() + changed + b"\n")
+    (folder / "content").mkdir()
+    for content in (src / "content").glob("*.jsonl"):
+        (folder / "content" / content.name).write_bytes(content.read_bytes())
+    return folder / first.name, again, changed
+
+
+def test_dataset_drops_later_copies_of_a_trace_and_keeps_a_changed_copy_aside(captured_runs, tmp_path, capsys):
+    src, traces = captured_runs
+    first, again, changed = duplicated_inputs(src, traces, tmp_path / "in")
+    alone = build([first], tmp_path / "alone", Config(view="decisions"))
+    assert main(["dataset", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--view", "decisions"]) == 1
+    out = capsys.readouterr().out
+    assert "duplicate traces dropped" in out and "3 (first copy kept)" in out
+    summary = json.loads((tmp_path / "out" / "decisions.summary.json").read_text())
+    assert (summary["traces_read"], summary["traces_used"], summary["duplicates"], summary["conflicting_duplicates"],
+            summary["rejects"]) == (5, 2, 2, 1, 2)
+    assert summary["rows_written"] == alone.rows_written  # each trace's rows once
+    assert (tmp_path / "out" / "decisions.jsonl").read_bytes() == (tmp_path / "alone" / "decisions.jsonl").read_bytes()
+    rejects = [json.loads(x) for x in (tmp_path / "out" / "decisions.rejects.jsonl").read_text().splitlines()]
+    assert [r["where"] for r in rejects] == [f"{again}:1", f"{again}:4"]
+    assert rejects[0]["error"].startswith("malformed JSON")
+    assert rejects[1]["error"] == (f"trace {traces[0]['trace_id']} again, with different content "
+                                   f"(the first copy, {first}:1, is kept)")
+    assert rejects[1]["line"] == changed.decode()  # the dropped copy, kept aside
+
+
+def test_a_rejected_first_copy_does_not_hide_a_good_later_one(captured_runs, tmp_path):
+    src, traces = captured_runs
+    path = tmp_path / "traces-x.jsonl"
+    bad = orjson.dumps({**traces[0], "events": [{**traces[0]["events"][0], "options": 7}]})
+    path.write_bytes(bad + b"\n" + orjson.dumps(traces[0]) + b"\n")
+    summary = build([path], tmp_path / "out", Config(view="traces"))
+    assert (summary.traces_used, summary.rejects, summary.duplicates, summary.conflicting_duplicates) == (1, 1, 0, 0)

@@ -7,6 +7,7 @@ outputs are identical."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 
 from .analysis import VIEWS, Config, prepare
-from .reader import BadTrace, ContentStore, RawLine, RejectSink, content_dirs, iter_raw_lines, line_at, parse_trace
+from .reader import BadTrace, ContentStore, LineLookup, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
 from .rewards import OutcomeError, unknown_reward_terms
 from .schema import columns
 from .views import BUILDERS, ContentMissing
@@ -45,6 +46,8 @@ class Summary:
     rows_written: int = 0
     rejects: int = 0
     rejects_path: str | None = None
+    duplicates: int = 0  # later copies of a trace id already read, identical to the first: dropped
+    conflicting_duplicates: int = 0  # later copies that differ from the first: dropped, and kept in the rejects file
     unknown_outcomes: list[str] = field(default_factory=list)
     traces_skipped: int = 0  # chat / triplets: traces whose LLM calls have no captured content
     skipped_trace_ids: list[str] = field(default_factory=list)
@@ -67,17 +70,43 @@ def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str
         prepared = prepare(trace, config)
         rows = BUILDERS[config.view](prepared, config, store)
     except ContentMissing as exc:
-        return {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "missing_content": str(exc)}
+        return {**base, **_identity(trace, line), "missing_content": str(exc)}
     except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
         return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
                 "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
-    result = {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "rows": rows}
+    result = {**base, **_identity(trace, line), "rows": rows}
     if config.reward is not None:  # for the check that every --reward term names something
         result["reward_names"] = sorted(prepared.rewards)
     if config.view == "traces":
         refs = {e[k] for e in trace["events"] for k in _REF_KEYS if type(e.get(k)) is str}
         result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
     return result
+
+
+def _identity(trace: dict[str, Any], line: RawLine) -> dict[str, Any]:
+    """Ids, and a digest of the line to tell a copy of a trace from a different trace under the same id."""
+    return {"trace_id": trace["trace_id"], "task_id": trace["task_id"],
+            "digest": hashlib.blake2b(line.raw, digest_size=16).hexdigest()}
+
+
+class _FirstCopies:
+    """Trace ids read so far (with the first copy's digest and place), to drop
+    later copies: trace files plus the same runs converted from a spool, a
+    file given twice. Memory grows with the number of traces (some 200 bytes each)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, str]] = {}
+
+    def first_of(self, result: dict[str, Any]) -> tuple[str, str] | None:
+        """None for the first copy of its trace id (remembered), else (digest, where) of the first."""
+        first = self._seen.get(result["trace_id"])
+        if first is None:
+            self._seen[result["trace_id"]] = (result["digest"], result["where"])
+        return first
+
+    def forget(self, trace_id: str) -> None:
+        """The copy remembered was set aside: a later copy may be the one used."""
+        self._seen.pop(trace_id, None)
 
 
 def is_own_output(path: str | os.PathLike[str], outdir: Path) -> bool:
@@ -146,6 +175,8 @@ def build(
     trace_ids: set[str] = set()
     task_ids: set[str] = set()
     reward_names: set[str] = set()
+    copies = _FirstCopies()
+    lookup = LineLookup()
     ok = False
     try:
         if engine == "ray":
@@ -155,9 +186,19 @@ def build(
         else:
             results = _local_results(inputs, config, store, out.resolve())
         for result in results:
+            first = None if "reject" in result else copies.first_of(result)
             if "reject" in result:
                 summary.traces_read += bool(result.get("is_trace"))
                 rejects.add(result["where"], result["reject"], result["line"].encode())
+            elif first is not None:  # a later copy of a trace read already: the first is kept
+                summary.traces_read += 1
+                if first[0] == result["digest"]:
+                    summary.duplicates += 1
+                else:
+                    summary.conflicting_duplicates += 1
+                    result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
+                              f"(the first copy, {first[1]}, is kept)", "is_trace": True}
+                    rejects.add(result["where"], result["reject"], lookup(result["where"]))
             elif "missing_content" in result:
                 summary.traces_read += 1
                 if strict:
@@ -172,8 +213,9 @@ def build(
                 try:
                     writer.write(result["rows"])
                 except RowsNotWritable as exc:  # content or a value the checks let through: this trace only
+                    copies.forget(result["trace_id"])
                     result = {**result, "reject": f"cannot write {config.view} rows: {exc}", "is_trace": True}
-                    rejects.add(result["where"], result["reject"], line_at(result["where"]))
+                    rejects.add(result["where"], result["reject"], lookup(result["where"]))
                     if progress is not None:
                         progress(result)
                     continue
@@ -208,6 +250,7 @@ def build(
                 )
         ok = True
     finally:
+        lookup.close()
         writer.close(ok)
         rejects.close()
         if contents is not None:

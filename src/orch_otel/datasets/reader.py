@@ -49,15 +49,35 @@ def iter_raw_lines(paths: Sequence[str | os.PathLike[str]]) -> Iterator[RawLine]
                     yield RawLine(str(path), lineno, raw.rstrip(b"\r\n"))
 
 
-def line_at(where: str) -> bytes:
-    """The line ``path:lineno`` names, as :func:`iter_raw_lines` read it (for a
-    trace rejected after its line was let go: rare, so a re-read is fine)."""
-    path, _, lineno = where.rpartition(":")
-    with open(path, "rb") as handle:
-        for n, raw in numbered_lines(handle):
-            if n == int(lineno):
+class LineLookup:
+    """The line ``path:lineno`` names, read again, as :func:`iter_raw_lines`
+    read it: for a trace set aside after its line was let go (rows a writer
+    cannot take, a duplicate). Lookups come in input order, so one forward
+    pass per file serves them all."""
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+        self._handle: IO[bytes] | None = None
+        self._lines: Iterator[tuple[int, bytes]] = iter(())
+        self._last = 0
+
+    def __call__(self, where: str) -> bytes:
+        path, _, number = where.rpartition(":")
+        lineno = int(number)
+        if path != self._path or lineno <= self._last:
+            self.close()
+            self._handle = open(path, "rb")
+            self._lines, self._path, self._last = numbered_lines(self._handle), path, 0
+        for n, raw in self._lines:
+            self._last = n
+            if n == lineno:
                 return raw.rstrip(b"\r\n")
-    return b""
+        return b""
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        self._handle, self._path, self._lines, self._last = None, None, iter(()), 0
 
 
 class BadTrace(ValueError):
