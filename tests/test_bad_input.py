@@ -226,34 +226,43 @@ def _read_rows(folder, view, fmt) -> list[dict]:
     return [json.loads(x) for x in (folder / f"{view}.jsonl").read_text().splitlines()]
 
 
+def deep_content_inputs(src, traces, folder) -> tuple[str, str]:
+    """A copy of ``src`` where one captured content record of the first run only, which
+    its decision rows include as context, is JSON nested 300 levels deep (orjson reads up
+    to 1,024 levels but writes only 254). Returns (the ref, the first run's trace line)."""
+    plain = build([src], folder.parent / "plain", Config(view="decisions"))
+    assert plain.rejects == 0
+    rows = [json.loads(x) for x in (folder.parent / "plain" / "decisions.jsonl").read_text().splitlines()]
+    other_refs = {item["ref"] for r in rows if r["trace_id"] == traces[1]["trace_id"] for item in r["context"] if item.get("ref")}
+    ref = next(item["ref"] for r in rows if r["trace_id"] == traces[0]["trace_id"] for item in r["context"]
+               if item.get("content") is not None and item["ref"] not in other_refs)
+    folder.mkdir()
+    trace_file = next(src.glob("traces-*.jsonl"))
+    (folder / trace_file.name).write_bytes(trace_file.read_bytes())
+    (folder / "content").mkdir()
+    for content in (src / "content").glob("*.jsonl"):
+        lines = [orjson.loads(x) for x in content.read_bytes().splitlines()]
+        deep = "[" * 300 + "]" * 300
+        (folder / "content" / content.name).write_bytes(
+            b"".join(orjson.dumps({**x, "text": deep} if x["ref"] == ref else x) + b"\n" for x in lines))
+    line = next(x for x in trace_file.read_text().splitlines() if traces[0]["trace_id"] in x)
+    return ref, line
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_rows_a_writer_cannot_take_reject_their_trace_alone(captured_runs, tmp_path, monkeypatch, fmt):
-    """The backstop behind the field checks: captured content (or a builder bug) giving a value
-    the format cannot hold rejects that trace, named by column, and the others are written."""
+def test_rows_a_writer_cannot_take_reject_their_trace_alone(captured_runs, tmp_path, fmt):
+    """The backstop behind the field checks: captured content nested deeper than can be
+    written rejects the trace whose rows hold it, and the other trace is written."""
     if fmt == "parquet":
         pytest.importorskip("pyarrow")
-    from orch_otel.datasets import views
-
     src, traces = captured_runs
-    real = views.BUILDERS["decisions"]
-
-    def deep_content_for_one_trace(prepared, config, store):  # the defensive path only
-        rows = real(prepared, config, store)
-        if prepared.trace["task_id"] == "calc-budget":
-            deep: list = []
-            for _ in range(300):
-                deep = [deep]
-            rows[0]["content"] = deep
-        return rows
-
-    monkeypatch.setitem(views.BUILDERS, "decisions", deep_content_for_one_trace)
-    summary = build([src], tmp_path / "out", Config(view="decisions"), fmt=fmt)
+    _, line = deep_content_inputs(src, traces, tmp_path / "in")
+    summary = build([tmp_path / "in"], tmp_path / "out", Config(view="decisions"), fmt=fmt)
     assert (summary.traces_read, summary.traces_used, summary.rejects) == (2, 1, 1)
     (reject,) = [json.loads(x) for x in (tmp_path / "out" / "decisions.rejects.jsonl").read_text().splitlines()]
-    line = next(x for x in next(src.glob("traces-*.jsonl")).read_text().splitlines() if '"calc-budget"' in x)
     assert reject["line"] == line
     assert reject["error"] == "cannot write decisions rows: content[0][0][0][0]... (250 levels): nested more than 250 levels deep"
-    assert {r["task_id"] for r in _read_rows(tmp_path / "out", "decisions", fmt)} == {"calc-ok"}
+    assert {r["trace_id"] for r in _read_rows(tmp_path / "out", "decisions", fmt)} == {traces[1]["trace_id"]}
 
 
 def test_validate_reports_deep_nesting_instead_of_crashing(captured_runs, tmp_path, capsys):
