@@ -92,7 +92,7 @@ def _identity(trace: dict[str, Any], line: RawLine) -> dict[str, Any]:
 class _FirstCopies:
     """Trace ids read so far (with the first copy's digest and place), to drop
     later copies: trace files plus the same runs converted from a spool, a
-    file given twice. Memory grows with the number of traces (some 200 bytes each)."""
+    file given twice. Memory grows with the number of traces (some 350 bytes each)."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str, str]] = {}
