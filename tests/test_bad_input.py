@@ -325,3 +325,12 @@ def test_a_rejected_first_copy_does_not_hide_a_good_later_one(captured_runs, tmp
     path.write_bytes(bad + b"\n" + orjson.dumps(traces[0]) + b"\n")
     summary = build([path], tmp_path / "out", Config(view="traces"))
     assert (summary.traces_used, summary.rejects, summary.duplicates, summary.conflicting_duplicates) == (1, 1, 0, 0)
+
+
+def test_a_file_named_twice_is_read_once(captured_runs, tmp_path, capsys):
+    src, traces = captured_runs
+    trace_file = next(src.glob("traces-*.jsonl"))
+    summary = build([trace_file, src], tmp_path / "out", Config(view="decisions"))
+    assert (summary.traces_read, summary.duplicates, summary.rejects) == (len(traces), 0, 0)
+    assert main(["validate", str(trace_file), str(trace_file)]) == 0
+    assert f"{len(traces)} trace(s) in 1 file(s): valid" in capsys.readouterr().out

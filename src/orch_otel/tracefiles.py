@@ -153,7 +153,8 @@ class TraceWriter:
 
 def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The trace files named by ``paths`` (files, or directories searched for
-    ``*.jsonl`` outside their ``content/`` store), in a stable order."""
+    ``*.jsonl`` outside their ``content/`` store), in a stable order; a file
+    named twice (or also found in a named directory) is listed once."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -161,7 +162,14 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             found.extend(sorted(p for p in path.rglob(TRACE_GLOB) if "content" not in p.relative_to(path).parts[:-1]))
         else:
             found.append(path)
-    return found
+    seen: set[Path] = set()
+    unique = []
+    for path in found:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 @dataclass
