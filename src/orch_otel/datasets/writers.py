@@ -72,9 +72,12 @@ class JsonlWriter:
 
 
 def in_row(where: str) -> str:
-    """``[k].path: why`` (:func:`unwritable` over a list of rows) as ``path: why``: the row number is no help."""
+    """``[k].column...: why`` (:func:`unwritable` over a list of rows) as
+    ``column...: why``: the row number within a trace is no help to the reader."""
     rest = where[where.index("]") + 1:]
-    return rest[1:] if rest.startswith(".") else rest.lstrip(": ") if not rest.startswith("[") else rest
+    if rest.startswith("."):
+        return rest[1:]
+    return rest if rest.startswith("[") else rest.lstrip(": ")
 
 
 def _to_arrow_rows(rows: list[dict[str, Any]], json_cols: list[str]) -> list[dict[str, Any]]:
