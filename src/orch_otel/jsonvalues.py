@@ -18,6 +18,7 @@ import orjson
 
 INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 MAX_NESTING = 100  # levels a trace or record may nest: real ones use under 10; orjson writes up to 254
+_TOO_DEEP = "(nested too deep to write)"
 _PATH_PARTS = 6  # path components shown in a message (a deep path is cut short)
 
 
@@ -72,7 +73,11 @@ def json_bytes(value: Any) -> bytes:
     try:
         return orjson.dumps(value, default=_fallback)
     except TypeError:
+        pass
+    try:
         return orjson.dumps(_writable(value), default=_fallback)
+    except RecursionError:  # called deep in a stack already: give up on this value, not on the record
+        return orjson.dumps(_TOO_DEEP)
 
 
 def _fallback(value: Any) -> Any:
@@ -88,7 +93,7 @@ def _writable(value: Any, depth: int = 0) -> Any:
     if type(value) is int:
         return value if INT64_MIN <= value <= UINT64_MAX else str(value)
     if isinstance(value, (dict, list, tuple)):
-        if depth >= 200:
+        if depth >= MAX_NESTING:
             return _deep_text(value)
         if isinstance(value, dict):
             return {str(k): _writable(v, depth + 1) for k, v in value.items()}
@@ -102,4 +107,4 @@ def _deep_text(value: Any) -> str:
     try:
         return json.dumps(value, default=_fallback)
     except (RecursionError, ValueError, TypeError):
-        return "(nested too deep to write)"
+        return _TOO_DEEP

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..jsonvalues import UINT64_MAX, json_bytes
 from ..spans import EventRecord, LinkRecord, SpanRecord, record_to_dict
 
@@ -50,8 +52,14 @@ class Problem:
     trace_id: str | None = None  # the bad span's trace, when its id could be read (``--jobs``: its owner reports it)
 
     def to_line(self) -> bytes:
-        """This problem as one JSON line (without the newline); never raises."""
-        return json_bytes(self.to_json())
+        """This problem as one JSON line (without the newline); never raises,
+        and keeps ``where`` and ``reason`` whatever the input it carries."""
+        data = self.to_json()
+        key = "span" if "span" in data else "raw" if "raw" in data else None
+        head = orjson.dumps({k: data[k] for k in ("where", "reason", "kind")})
+        if key is None:
+            return head
+        return head[:-1] + b',"' + key.encode() + b'":' + json_bytes(data[key]) + b"}"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"where": self.where, "reason": self.reason, "kind": "span" if self.is_span else "record"}
