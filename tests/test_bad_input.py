@@ -334,3 +334,20 @@ def test_a_file_named_twice_is_read_once(captured_runs, tmp_path, capsys):
     assert (summary.traces_read, summary.duplicates, summary.rejects) == (len(traces), 0, 0)
     assert main(["validate", str(trace_file), str(trace_file)]) == 0
     assert f"{len(traces)} trace(s) in 1 file(s): valid" in capsys.readouterr().out
+
+
+def test_parquet_writer_sets_aside_only_the_trace_whose_rows_do_not_fit_a_column(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    from orch_otel.datasets.writers import open_writer
+
+    cols = [("trace_id", "str"), ("options", "strs"), ("context", "json")]
+    writer = open_writer(tmp_path, "decisions", "parquet", cols)
+    assert writer.write([{"trace_id": "a", "options": ["x"], "context": [{"k": 1}]}], "a") == []
+    assert writer.write([{"trace_id": "b", "options": [7], "context": None}], "b") == []  # found when the batch is written
+    assert writer.write([{"trace_id": "c", "options": None, "context": {"k": 2}}] * 2, "c") == []
+    ((tag, why),) = writer.finish()
+    assert tag == "b" and why.startswith("options: ArrowTypeError: ")
+    writer.close()
+    assert writer.rows == 3
+    table = pq.read_table(tmp_path / "decisions.parquet")
+    assert table.column("trace_id").to_pylist() == ["a", "c", "c"]

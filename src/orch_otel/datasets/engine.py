@@ -21,7 +21,7 @@ from .reader import BadTrace, ContentStore, LineLookup, RawLine, RejectSink, con
 from .rewards import OutcomeError, unknown_reward_terms
 from .schema import columns
 from .views import BUILDERS, ContentMissing
-from .writers import RowsNotWritable, open_writer, output_path, partial_path
+from .writers import open_writer, output_path, partial_path
 
 ENGINES = ("local", "ray")
 _REF_KEYS = ("content_ref", "input_ref", "tools_ref")
@@ -177,6 +177,17 @@ def build(
     reward_names: set[str] = set()
     copies = _FirstCopies()
     lookup = LineLookup()
+
+    def set_aside(traces: list[tuple[tuple[str, str], str]]) -> None:
+        """Traces whose rows the writer could not take (content or a value the checks let through): rejected."""
+        for (where, trace_id), why in traces:
+            summary.traces_used -= 1
+            copies.forget(trace_id)
+            reject = {"where": where, "reject": f"cannot write {config.view} rows: {why}", "is_trace": True}
+            rejects.add(where, reject["reject"], lookup(where))
+            if progress is not None:
+                progress(reject)
+
     ok = False
     try:
         if engine == "ray":
@@ -210,16 +221,8 @@ def build(
                     task_ids.add(result["task_id"])
             else:
                 summary.traces_read += 1
-                try:
-                    writer.write(result["rows"])
-                except RowsNotWritable as exc:  # content or a value the checks let through: this trace only
-                    copies.forget(result["trace_id"])
-                    result = {**result, "reject": f"cannot write {config.view} rows: {exc}", "is_trace": True}
-                    rejects.add(result["where"], result["reject"], lookup(result["where"]))
-                    if progress is not None:
-                        progress(result)
-                    continue
                 summary.traces_used += 1
+                set_aside(writer.write(result["rows"], (result["where"], result["trace_id"])))
                 reward_names.update(result.get("reward_names", ()))
                 if config.outcomes is not None:
                     trace_ids.add(result["trace_id"])
@@ -228,6 +231,7 @@ def build(
                     contents.add(result["contents"])
             if progress is not None:
                 progress(result)
+        set_aside(writer.finish())
         if not summary.traces_used and not summary.traces_skipped:
             if not rejects.count:
                 raise NoTraces(f"no trace found in {', '.join(inputs)} (trace files are *.jsonl, one trace per line, "
