@@ -145,6 +145,8 @@ def build(
     A trace whose LLM calls lack captured content gives no chat / triplets
     rows: it is skipped and counted (``Summary.traces_skipped``,
     ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``.
+    A later line with a trace id read already is dropped (``duplicates``;
+    ``conflicting_duplicates`` and a reject when it differs from the first).
 
     Raises ``NoTraces`` (no trace line in the inputs), ``AllRejected`` (every
     line rejected), ``RewardSpecError`` (a ``--reward`` term that names no
