@@ -1,0 +1,64 @@
+"""The frameworks' own test suites that run.py runs with and without orch-otel.
+
+Each suite comes from the sdist of ``dist`` at the version installed in the
+project's venv. ``targets`` are paths or node ids relative to the sdist's root;
+``named`` are node ids that must be collected in both runs (issue 14 names
+them), so a rename upstream fails loudly instead of silently testing nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    dist: str
+    targets: tuple[str, ...]
+    named: tuple[str, ...] = ()
+    # (node id, why it is left out): the same in both runs
+    deselect: tuple[tuple[str, str], ...] = ()
+    timeout_s: int = 600
+    # extra directories (under stand_ins/) put on sys.path for this suite
+    stand_ins: bool = False
+
+
+LANGCHAIN_CORE_RUNNABLES = "tests/unit_tests/runnables"
+
+SUITES: tuple[Suite, ...] = (
+    Suite(name="langgraph-supervisor", dist="langgraph-supervisor", targets=("tests",)),
+    Suite(name="langgraph-swarm", dist="langgraph-swarm", targets=("tests",)),
+    Suite(name="autogen-agentchat", dist="autogen-agentchat", targets=("tests",)),
+    # autogen-core's runtime tests, for its own telemetry on a user's provider
+    # (issue 16); autogen_test_utils is not on PyPI, see stand_ins/.
+    Suite(
+        name="autogen-core",
+        dist="autogen-core",
+        targets=("tests/test_runtime.py",),
+        named=("tests/test_runtime.py::test_register_receives_publish",),
+        stand_ins=True,
+    ),
+    # The langchain-core tests issue 15 names: async LLM callbacks seen by the
+    # other handlers (astream_events, astream_log, a user's own handler).
+    Suite(
+        name="langchain-core",
+        dist="langchain-core",
+        targets=(
+            "tests/unit_tests/language_models/llms/test_base.py::test_async_batch_size",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py::test_stream_log_retriever",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py::test_map_astream",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py::test_higher_order_lambda_runnable_async",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable_events_v1.py::test_with_llm",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable_events_v2.py::test_with_llm",
+        ),
+        named=(
+            "tests/unit_tests/language_models/llms/test_base.py::test_async_batch_size",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py::test_stream_log_retriever",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py::test_map_astream",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py::test_higher_order_lambda_runnable_async",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable_events_v1.py::test_with_llm",
+            f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable_events_v2.py::test_with_llm",
+        ),
+    ),
+)
