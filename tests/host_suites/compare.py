@@ -56,6 +56,10 @@ def run_problem(run: RunResult) -> str | None:
         return f"pytest exit {run.exitstatus} ({BAD_EXIT[run.exitstatus]})"
     if not run.tests:
         return "no test ran"
+    uncollected = [nodeid for nodeid in run.tests if run.outcome(nodeid) == "collect-error"]
+    if run.mode.startswith("plain") and uncollected:
+        # the hosts venv lacks something: those tests would silently not run
+        return "could not collect " + "; ".join(f"{nodeid} ({run.reason(nodeid)[:200]})" for nodeid in uncollected)
     return None
 
 
@@ -65,16 +69,27 @@ def differing(plain: RunResult, instrumented: RunResult) -> list[str]:
     return [nodeid for nodeid in nodeids if plain.outcome(nodeid) != instrumented.outcome(nodeid)]
 
 
-def missing_named(named: tuple[str, ...], *runs: RunResult) -> list[str]:
-    """Named tests that some run did not collect (a test id with parameters
-    counts as collected when any of its parametrized cases ran)."""
-    missing = []
+def named_problems(named: tuple[str, ...], plain: RunResult, instrumented: RunResult) -> list[str]:
+    """Named tests that a run did not collect, or that do not pass without
+    orch-otel (then they prove nothing). A test id without parameters stands
+    for all its parametrized cases."""
+    problems = []
     for nodeid in named:
-        for run in runs:
-            if not any(got == nodeid or got.startswith(nodeid + "[") for got in run.tests):
-                missing.append(f"{nodeid} (not in the {run.mode} run)")
-                break
-    return missing
+        for run in (plain, instrumented):
+            cases = [got for got in run.tests if got == nodeid or got.startswith(nodeid + "[")]
+            if not cases:
+                problems.append(f"named test {nodeid} is not in the {run.mode} run")
+            elif run is plain and any(plain.outcome(case) != "passed" for case in cases):
+                first = cases[0]
+                problems.append(f"named test {nodeid} does not pass without orch-otel: {plain.outcome(first)} {plain.reason(first)[:200]}")
+    return problems
+
+
+def not_passing(run: RunResult) -> list[str]:
+    """Failed and errored tests, with their reasons (they are fine if the other
+    run has them too, but the report shows them)."""
+    return [f"{nodeid}: {run.outcome(nodeid)} {run.reason(nodeid)[:160]}"
+            for nodeid in sorted(run.tests) if run.outcome(nodeid) in ("failed", "error", "collect-error")]
 
 
 def describe_difference(nodeid: str, plain: RunResult, instrumented: RunResult) -> str:
