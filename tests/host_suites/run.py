@@ -10,7 +10,7 @@ framework at the version installed in the project's venv (``.venv``). The
 suites run in their own venv, ``.venv-hosts``: the project's ``[all]`` extras
 plus the suites' test dependencies (requirements.txt), pinned to ``.venv``'s
 versions. Tests that fail or skip without orch-otel are fine as long as they do
-the same with it. See docs/host-safety.md.
+the same with it. See docs/host-suites.md.
 """
 
 from __future__ import annotations
