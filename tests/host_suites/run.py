@@ -185,6 +185,9 @@ def _pytest(suite: Suite, source: Path, hosts_python: Path, out: Path, targets: 
     command = [str(hosts_python), "-m", "pytest", "-c", "pyproject.toml", "--rootdir", ".", "-p", "no:cacheprovider",
                "-p", "host_outcomes", "--timeout", str(per_test_timeout), "--continue-on-collection-errors",
                "-q", "--no-header", "-rN", "--tb=short"]
+    if suite.hide_dists:  # before host_instrument, which imports the frameworks
+        env["ORCH_HOST_HIDE_DISTS"] = ",".join(suite.hide_dists)
+        command += ["-p", "host_hide_dists"]
     if instrumented:
         env["ORCH_HOST_TRACE_DIR"] = str(out / "traces")
         env["ORCH_HOST_TRACE_COUNT"] = str(out / "trace-count")

@@ -23,6 +23,8 @@ class Suite:
     timeout_s: int = 600
     # put stand_ins/ (helpers the sdist's tests import but PyPI lacks) on sys.path
     stand_ins: bool = False
+    # distributions that must look uninstalled to these tests (plugins/host_hide_dists.py)
+    hide_dists: tuple[str, ...] = ()
 
 
 LANGCHAIN_CORE_RUNNABLES = "tests/unit_tests/runnables"
@@ -43,9 +45,12 @@ SUITES: tuple[Suite, ...] = (
     # The four langchain-core test files that hold the tests issue 15 names
     # (async LLM callbacks seen by the other handlers: astream_events,
     # astream_log, a user's own handler), run whole: about a minute a run.
+    # Its snapshots expect `langchain` not to be installed (else its version is
+    # in every fake LLM's metadata): hidden, so 12 more tests can pass.
     Suite(
         name="langchain-core",
         dist="langchain-core",
+        hide_dists=("langchain",),
         targets=(
             "tests/unit_tests/language_models/llms/test_base.py",
             f"{LANGCHAIN_CORE_RUNNABLES}/test_runnable.py",
