@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     if args.setup:
-        _setup_hosts_venv(args.project_venv, args.hosts_venv, work)
+        try:
+            _setup_hosts_venv(args.project_venv, args.hosts_venv, work)
+        except subprocess.CalledProcessError as error:
+            print(f"FAILED: could not set up {args.hosts_venv}: {' '.join(map(str, error.cmd))} exited {error.returncode}")
+            return 1
     suites = [s for s in SUITES if not args.suite or s.name in args.suite]
     unknown = set(args.suite or ()) - {s.name for s in SUITES}
     if unknown:
