@@ -9,6 +9,7 @@ configuration and app, and the tables quote medians with min–max over rounds.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -17,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._worker import SUITES
+from .suites import APPS, SUITES
 
 REPO = Path(__file__).resolve().parent.parent
-APPS = {"langgraph": ("supervisor", "fanout8"), "autogen": ("round_robin", "swarm")}
 
 
 class WorkerError(RuntimeError):
@@ -31,8 +31,6 @@ class WorkerProcess:
     """A running ``benchmarks._worker``; ``call()`` sends one command and waits for its reply."""
 
     def __init__(self, suite: str, config: str, python: str = sys.executable, env: dict[str, str] | None = None) -> None:
-        import os
-
         self.suite, self.config = suite, config
         self.proc = subprocess.Popen(
             [python, "-m", "benchmarks._worker", suite, config],

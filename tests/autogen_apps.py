@@ -6,6 +6,7 @@ team does, so tests can assert exactly that."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent
 from autogen_agentchat.conditions import (
@@ -48,12 +49,13 @@ def boom(x: int) -> int:
     raise ValueError("tool exploded")
 
 
-def two_agent_round_robin(max_messages: int = 3) -> RoundRobinGroupChat:
+def two_agent_round_robin(max_messages: int = 3, runtime: Any = None) -> RoundRobinGroupChat:
     """a and b alternate plain text; the task counts as a message, so with the
-    default 3 the run is: a, b, then "Maximum number of messages 3 reached, current message count: 3"."""
+    default 3 the run is: a, b, then "Maximum number of messages 3 reached, current message count: 3".
+    ``runtime``: an AutoGen runtime the app started (default: the team's own)."""
     a = AssistantAgent("a", model_client=replay(*[f"a says {i}" for i in range(max_messages)]))
     b = AssistantAgent("b", model_client=replay(*[f"b says {i}" for i in range(max_messages)]))
-    return RoundRobinGroupChat([a, b], termination_condition=MaxMessageTermination(max_messages))
+    return RoundRobinGroupChat([a, b], termination_condition=MaxMessageTermination(max_messages), runtime=runtime)
 
 
 def failing_tool_team() -> RoundRobinGroupChat:

@@ -1,13 +1,27 @@
 """The instrumentor's lifecycle: uninstrument removes every patch (no orch-otel
-spans afterwards), instrument again works, and the runtime-spans option."""
+spans afterwards), instrument again works, and the runtime-spans option, which
+never touches a runtime on the app's own tracer provider."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from dataclasses import dataclass
 
 import autogen_apps as apps
 import pytest
+from autogen_core import (
+    DefaultTopicId,
+    MessageContext,
+    RoutedAgent,
+    SingleThreadedAgentRuntime,
+    default_subscription,
+    message_handler,
+)
 from conftest import check_trace, decisions_of
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.autogen.package import _instruments
@@ -78,6 +92,122 @@ async def test_runtime_spans_option_keeps_them_inside_the_run(instrumentor, capt
     (trace,) = captured.traces()
     check_trace(trace)
     assert [d["targets"] for d in decisions_of(trace, "delegate")] == [["a"], ["b"]]
+
+
+@dataclass
+class Note:
+    text: str
+
+
+@default_subscription
+class Listener(RoutedAgent):
+    """Notes the text of every note published to the default topic."""
+
+    def __init__(self, received: list[str]) -> None:
+        super().__init__("listens")
+        self._received = received
+
+    @message_handler
+    async def on_note(self, message: Note, ctx: MessageContext) -> None:
+        self._received.append(message.text)
+
+
+async def _publish_one_note(tracer_provider=None) -> list[str]:
+    """A bare autogen-core runtime: one agent subscribed to the default topic gets one note."""
+    received: list[str] = []
+    runtime = SingleThreadedAgentRuntime(tracer_provider=tracer_provider)
+    await Listener.register(runtime, "listener", lambda: Listener(received))
+    runtime.start()
+    await runtime.publish_message(Note("hi"), topic_id=DefaultTopicId())
+    await asyncio.wait_for(runtime.stop_when_idle(), TIMEOUT)
+    return received
+
+
+# autogen-core's runtime spans for one publish to one subscriber: the publish, the
+# envelope it creates, the subscriber's processing
+NOTE_SPANS = ["autogen create default.(default)-T", "autogen process listener.(default)-A",
+              "autogen publish default.(default)-T"]
+
+
+def _own_provider():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def test_a_runtime_on_the_apps_own_provider_keeps_its_runtime_spans(instrumentor, captured):
+    instrumentor.instrument()
+    provider, exporter = _own_provider()
+    assert await _publish_one_note(provider) == ["hi"]
+    assert sorted(s.name for s in exporter.get_finished_spans()) == NOTE_SPANS
+    assert not [s for s in captured.spans if s.name.startswith("autogen ")]  # nothing moved to the global one
+
+
+_TEAM_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # in AutoGen's span names
+
+
+async def _team_on_own_runtime() -> tuple[list[str], int]:
+    """A team run on a runtime the app started with its own provider: the
+    runtime spans that provider gets (names) and how many traces they form."""
+    provider, exporter = _own_provider()
+    runtime = SingleThreadedAgentRuntime(tracer_provider=provider)
+    runtime.start()
+    await asyncio.wait_for(apps.two_agent_round_robin(3, runtime=runtime).run(task="go"), TIMEOUT)
+    await asyncio.wait_for(runtime.stop_when_idle(), TIMEOUT)
+    spans = exporter.get_finished_spans()
+    return sorted(_TEAM_ID.sub("{team}", s.name) for s in spans), len({s.context.trace_id for s in spans})
+
+
+async def test_adopting_runtime_spans_leaves_a_runtime_on_the_apps_own_provider_as_autogen_makes_it(
+        instrumentor, captured):
+    names, traces = await _team_on_own_runtime()  # without orch-otel
+    assert any(n.startswith("autogen process") for n in names) and traces > 1  # linked, not nested, by AutoGen
+    instrumentor.instrument(runtime_spans=True)
+    assert await _team_on_own_runtime() == (names, traces)  # not pulled into orch-otel's run trace
+    assert len([n for n in captured.names() if n.startswith("invoke_workflow")]) == 1  # the run still recorded
+
+
+async def test_runtime_spans_on_the_global_provider_are_still_suppressed(instrumentor, captured):
+    assert await _publish_one_note() == ["hi"]
+    assert sorted(n for n in captured.names() if n.startswith("autogen ")) == NOTE_SPANS  # without orch-otel
+    captured.spans.clear()
+    instrumentor.instrument()
+    assert await _publish_one_note() == ["hi"]
+    assert not [n for n in captured.names() if n.startswith("autogen ")]
+
+
+async def test_runtime_spans_on_orch_otels_own_provider_are_suppressed(instrumentor):
+    provider, exporter = _own_provider()
+    instrumentor.instrument(tracer_provider=provider)
+    assert await _publish_one_note(provider) == ["hi"]
+    assert not [s for s in exporter.get_finished_spans() if s.name.startswith("autogen ")]
+
+
+def test_orch_otel_instrument_passes_runtime_spans(run_python, tmp_path):
+    code = f"""
+import asyncio, sys
+sys.path.insert(0, {str(apps.__file__.rsplit('/', 1)[0])!r})
+import orch_otel
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import autogen_apps as apps
+counts = []
+for runtime_spans in (None, True):
+    state = orch_otel.instrument(trace_dir={str(tmp_path / 'traces')!r}, runtime_spans=runtime_spans)
+    exporter = InMemorySpanExporter()
+    state.tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    asyncio.run(apps.two_agent_round_robin(3).run(task="go"))
+    spans = exporter.get_finished_spans()
+    counts.append((sum(s.name.startswith("autogen process") for s in spans), len({{s.context.trace_id for s in spans}})))
+    orch_otel.uninstrument()
+print(counts)
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    (off, on) = eval(result.stdout.strip().splitlines()[-1])
+    assert off == (0, 1)  # suppressed by default: one trace, no runtime spans
+    assert on[0] > 0 and on[1] == 1  # kept with runtime_spans=True, inside the run's one trace
 
 
 def test_orch_otel_instrument_picks_up_autogen(run_python, tmp_path):

@@ -104,3 +104,75 @@ def test_strict_mode_raises_for_tests(captured):
             orch_otel.delegate(5)
     finally:
         faults.set_strict(previous)
+
+
+SECRET = "sk-live-planted-9f3a1c"
+
+
+class _SecretTracer:
+    """A tracer whose fault message carries content, as a ParentCommand repr does."""
+
+    def start_span(self, *args, **kwargs):
+        raise RuntimeError(f"messages=[HumanMessage('my key is {SECRET}')]")
+
+
+def _logged_text(records: list[logging.LogRecord]) -> list[str]:
+    formatter = logging.Formatter("%(levelname)s %(name)s %(message)s")
+    return [formatter.format(record) for record in records]  # message, traceback and chain, as a handler writes them
+
+
+def _with_broken_recorder(instrumentor_class, run_app, caplog):
+    """Instrument with a recorder whose every span start fails, run the app, return its result and the log."""
+    broken = Recorder()
+    broken.tracer = _SecretTracer()
+    previous = get_recorder()
+    set_recorder(broken)
+    instrumentor = instrumentor_class()
+    instrumentor.instrument()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="orch_otel"):
+            result = run_app()
+    finally:
+        instrumentor.uninstrument()
+        set_recorder(previous)
+    return result, _logged_text(caplog.records)
+
+
+def test_a_fault_inside_a_langgraph_hook_logs_no_content(lenient, caplog):
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    class State(TypedDict):
+        x: int
+
+    graph = StateGraph(State)
+    graph.add_node("step", lambda state: {"x": state["x"] + 1})
+    graph.add_edge(START, "step")
+    graph.add_edge("step", END)
+    result, logged = _with_broken_recorder(LangGraphInstrumentor, lambda: graph.compile().invoke({"x": 1}), caplog)
+    assert result == {"x": 2}
+    assert any("on_chain_start failed (RuntimeError" in line for line in logged), logged  # the fault was logged
+    assert [line for line in logged if SECRET in line] == []
+
+
+def test_a_fault_inside_an_autogen_hook_logs_no_content(lenient, caplog):
+    import asyncio
+
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    from orch_otel.integrations.autogen import AutoGenInstrumentor
+    from orch_otel.integrations.autogen.testing import replay
+
+    def run_team():
+        team = RoundRobinGroupChat([AssistantAgent("a", model_client=replay("a says hi"))],
+                                   termination_condition=MaxMessageTermination(2))
+        return asyncio.run(team.run(task="go")).stop_reason
+
+    stop_reason, logged = _with_broken_recorder(AutoGenInstrumentor, run_team, caplog)
+    assert stop_reason == "Maximum number of messages 2 reached, current message count: 2"
+    assert any("AutoGen hook" in line and "(RuntimeError" in line for line in logged), logged
+    assert [line for line in logged if SECRET in line] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from orch_otel.offline.assembly import ADDED, CONFLICT, DUPLICATE, LATE, StreamAssembler
+from orch_otel.assembly import ADDED, CONFLICT, DUPLICATE, LATE, StreamAssembler
 from orch_otel.spans import SpanRecord
 
 T0 = 1_700_000_000_000_000_000
@@ -123,3 +123,25 @@ def test_oversized_trace_is_released_early_incomplete():
     outcomes = [asm.add(s) for s in spans]
     assert outcomes == [ADDED, ADDED, LATE, LATE]
     assert [(len(r.spans), r.complete) for r in asm.released] == [(2, False)]
+
+
+def test_without_span_ids_a_closed_trace_is_known_by_its_id_alone():
+    """The live exporter's setting: the SDK never exports a span twice, so a
+    span of a released trace is late even when its id was seen."""
+    *kids, root = run_spans(0)
+    asm = StreamAssembler(linger=0, remember_span_ids=False)
+    for s in (*kids, root):
+        assert asm.add(s) == ADDED
+    assert [r.complete for r in asm.released] == [True]
+    assert asm.add(root) == LATE  # with span ids it would be a duplicate (see above)
+    assert asm.add(kids[0]) == LATE
+    assert asm.stats.late_spans == 2
+
+
+def test_stats_count_released_incomplete_and_late():
+    asm = StreamAssembler(linger=0, max_spans_per_trace=2)
+    for s in run_spans(0, children=1):  # a child then its root: complete
+        asm.add(s)
+    for s in run_spans(1):  # three children, a root: released at two spans, then late
+        asm.add(s)
+    assert (asm.stats.traces, asm.stats.incomplete, asm.stats.late_spans) == (2, 1, 2)

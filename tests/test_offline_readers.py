@@ -21,8 +21,8 @@ from orch_otel.exporters.span_dump import SpanDumpExporter
 from orch_otel.offline.otlp_json import decode_traces_data
 from orch_otel.offline.otlp_proto import decode_message
 from orch_otel.offline.readers import input_files, read_file
-from orch_otel.offline.records import Chunk, from_dump, to_dump
-from orch_otel.spans import SpanRecord, from_readable_span
+from orch_otel.offline.records import Chunk, from_dump
+from orch_otel.spans import SpanRecord, from_readable_span, to_dump
 
 
 @pytest.fixture(scope="module")

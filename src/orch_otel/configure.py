@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from . import env
 from .content import ContentPolicy, Redactor
 from .exporters.batching import AccountedBatchSpanProcessor
-from .exporters.spool import DurableBatchSpanProcessor
+from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
+from .faults import log_fault
 from .recorder import Recorder, set_recorder
 
 _log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ def instrument(
     tracer_provider: Any = None,
     capture_content: bool | None = None,
     redactors: Iterable[Redactor] | None = None,
+    runtime_spans: bool | None = None,
 ) -> Instrumentation:
     """Instrument every supported framework that is installed and write
     replayable traces under ``trace_dir`` (else ``$ORCH_OTEL_TRACE_DIR``, else
@@ -61,19 +63,22 @@ def instrument(
     - ``capture_content``: keep message and tool content (default: the
       ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off).
     - ``redactors``: replace the default secret redactor (used when capturing).
+    - ``runtime_spans``: keep AutoGen's runtime messaging spans inside the run's
+      trace instead of suppressing them (``docs/autogen.md``).
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
-    exporters). It goes through a durable spool (``$ORCH_OTEL_SPOOL_DIR``), so
-    nothing is lost while the collector is down.
+    exporters). It goes through a durable spool (``$ORCH_OTEL_SPOOL_DIR``; one
+    under the system temp directory if that cannot be written), so nothing is
+    lost while the collector is down.
     """
     global _state
     with _lock:
         if _state is not None:
-            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors)):
+            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors, runtime_spans)):
                 _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
             return _state
-        provider, created = _resolve_provider(tracer_provider)
+        provider, created = (tracer_provider, False) if tracer_provider is not None else global_provider()
         recorder = Recorder(tracer_provider=provider, content=ContentPolicy.from_env(capture_content, redactors))
         set_recorder(recorder)
         state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
@@ -82,7 +87,7 @@ def instrument(
             state.processors.append(AccountedBatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
             if created and env.otlp_protocol():
                 state.processors.append(
-                    DurableBatchSpanProcessor(
+                    spooled_export(
                         otlp_exporter(env.otlp_protocol()),
                         env.spool_dir(),
                         max_spool_bytes=env.spool_max_bytes(),
@@ -95,19 +100,25 @@ def instrument(
                 atexit.register(_shutdown_processors, state.processors)
         else:
             _log.warning("orch-otel: the tracer provider is not an SDK TracerProvider; no trace files are written")
-        state.instrumentors = _instrument_frameworks(provider)
+        options = {"runtime_spans": runtime_spans} if runtime_spans is not None else {}
+        state.instrumentors = _instrument_frameworks(provider, options)
         _state = state
         return state
 
 
-def flush(timeout_millis: int = 30_000) -> bool:
-    """Export every finished span and write every completed trace now."""
+def flush(timeout_millis: int | None = None) -> bool:
+    """Write every completed trace and export every finished span now.
+
+    Trace files never wait for the collector. OTLP export waits at most
+    ``$ORCH_OTEL_FLUSH_TIMEOUT_MS`` (default 2000), or ``timeout_millis`` if
+    shorter; past that flush returns False, the spans are safe in the spool and
+    their export goes on in the background."""
     state = _state
     if state is None:
         provider = trace.get_tracer_provider()
         force_flush = getattr(provider, "force_flush", None)
-        return bool(force_flush(timeout_millis)) if force_flush else True
-    return all(p.force_flush(timeout_millis) for p in state.processors)
+        return bool(force_flush(30_000 if timeout_millis is None else timeout_millis)) if force_flush else True
+    return all([p.force_flush(timeout_millis) for p in state.processors])  # each one, trace files first
 
 
 def uninstrument() -> None:
@@ -133,12 +144,12 @@ def _shutdown_processors(processors: list[SpanProcessor]) -> None:
         try:
             processor.shutdown()
         except Exception:
-            _log.debug("orch-otel: processor shutdown failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: processor shutdown failed")
 
 
-def _resolve_provider(explicit: Any) -> tuple[Any, bool]:
-    if explicit is not None:
-        return explicit, False
+def global_provider() -> tuple[Any, bool]:
+    """The global tracer provider, and whether it was created here: when none
+    is set yet, a new SDK ``TracerProvider`` is made and set as the global one."""
     current_provider = trace.get_tracer_provider()
     if isinstance(current_provider, trace.ProxyTracerProvider):
         provider = TracerProvider(resource=Resource.create())
@@ -159,11 +170,30 @@ def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
         raise RuntimeError(
             "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OTLP exporter is not installed: pip install 'orch-otel[otlp]'"
         ) from exc
-    return OTLPSpanExporter(endpoint=endpoint) if endpoint else OTLPSpanExporter()
+    from .exporters import rejections
+
+    kwargs: dict[str, Any] = {"endpoint": endpoint} if endpoint else {}
+    if protocol != "grpc" and not any(os.environ.get(name) for name in _HTTP_SESSION_PROVIDERS):
+        kwargs["session"] = rejections.observed_http_session()  # lets the spool tell a 413 from a 503
+    if protocol == "grpc" and not os.environ.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"):
+        kwargs["retryable_error_codes"] = rejections.grpc_retryable_codes()  # a too-large message fails at once
+    try:
+        return OTLPSpanExporter(**kwargs)
+    except TypeError:  # an SDK without these arguments: its defaults (the spool then probes and waits more)
+        kwargs.pop("session", None)
+        kwargs.pop("retryable_error_codes", None)
+        return OTLPSpanExporter(**kwargs)
 
 
-def _instrument_frameworks(provider: Any) -> list[Any]:
-    """Instrument each orch-otel instrumentor whose framework is installed."""
+# Variables naming a requests.Session provider for the OTLP/HTTP exporter: when one
+# is set, its session is used as it is (the spool then classifies failures by probing).
+_HTTP_SESSION_PROVIDERS = ("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+                           "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER")
+
+
+def _instrument_frameworks(provider: Any, options: dict[str, Any] | None = None) -> list[Any]:
+    """Instrument each orch-otel instrumentor whose framework is installed;
+    ``options`` go to every instrumentor (each reads only its own)."""
     done = []
     for entry_point in entry_points(group=_INSTRUMENTOR_GROUP):
         if not entry_point.value.startswith("orch_otel."):
@@ -173,8 +203,8 @@ def _instrument_frameworks(provider: Any) -> list[Any]:
             if instrumentor._check_dependency_conflicts() is not None:
                 continue  # framework absent or unsupported version
             if not instrumentor.is_instrumented_by_opentelemetry:
-                instrumentor.instrument(tracer_provider=provider)
+                instrumentor.instrument(tracer_provider=provider, **(options or {}))
             done.append(instrumentor)
         except Exception:
-            _log.warning("orch-otel: could not instrument %s", entry_point.name, exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: could not instrument %s", entry_point.name)
     return done

@@ -110,9 +110,3 @@ class ContentPolicy:
                 return canonical_json("[orch-otel: withheld, a redactor failed]").decode()
         return text
 
-
-def function_tool(name: str, description: str = "", parameters: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A tool definition in the OpenAI function format, the one chat datasets
-    (TRL, verl) take; no parameters means an object with none."""
-    return {"type": "function", "function": {"name": name, "description": description,
-                                             "parameters": parameters or {"type": "object", "properties": {}}}}

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 from opentelemetry import context as otel_context
 
 from .faults import guarded
-from .recorder import NOT_RECORDING, Invocation, LLMInvocation, current_agent, get_recorder
+from .invocation import Invocation, LLMInvocation, current_agent
+from .recorder import NOT_RECORDING, get_recorder
 from .vocabulary import StopReason
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -58,8 +58,16 @@ ORCH_OTEL_SPOOL_MAX_BYTES = "ORCH_OTEL_SPOOL_MAX_BYTES"
 counted. Default: 268435456 (256 MiB)."""
 
 ORCH_OTEL_SHUTDOWN_TIMEOUT_MS = "ORCH_OTEL_SHUTDOWN_TIMEOUT_MS"
-"""How long exit waits for the collector to take the spans still unsent. Past
-it, they stay in the spool for ``orch-otel spool replay``. Default: 3000."""
+"""How long exit (or ``uninstrument()``) waits, in all, for the collector to
+take the spans still unsent. Past it, they stay in the spool for the next
+process or ``orch-otel spool replay``. Default: 2000."""
+
+ORCH_OTEL_FLUSH_TIMEOUT_MS = "ORCH_OTEL_FLUSH_TIMEOUT_MS"
+"""How long ``flush()`` waits for the collector (a shorter ``timeout_millis``
+wins). Past it, flush returns False and the spans stay in the spool; the
+export goes on in the background. Default: 2000."""
+
+DEFAULT_EXPORT_WAIT_MS = 2_000
 
 OTEL_EXPORTER_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -168,4 +176,8 @@ def otlp_protocol() -> str | None:
 
 
 def shutdown_timeout_s() -> float:
-    return _positive_int(ORCH_OTEL_SHUTDOWN_TIMEOUT_MS, 3_000) / 1000
+    return _positive_int(ORCH_OTEL_SHUTDOWN_TIMEOUT_MS, DEFAULT_EXPORT_WAIT_MS) / 1000
+
+
+def flush_timeout_s() -> float:
+    return _positive_int(ORCH_OTEL_FLUSH_TIMEOUT_MS, DEFAULT_EXPORT_WAIT_MS) / 1000

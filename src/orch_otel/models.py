@@ -8,18 +8,26 @@ that ``orch-otel validate`` checks files against.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat
 
 from .vocabulary import Channel, DecisionKind, EdgeKind, EventKind, Status, Topology
 
-EventType = Literal[tuple(k.value for k in EventKind)]  # type: ignore[valid-type]
-EdgeType = Literal[tuple(k.value for k in EdgeKind)]  # type: ignore[valid-type]
-TopologyName = Literal[tuple(k.value for k in Topology)]  # type: ignore[valid-type]
-DecisionName = Literal[tuple(k.value for k in DecisionKind)]  # type: ignore[valid-type]
-StatusName = Literal[tuple(k.value for k in Status)]  # type: ignore[valid-type]
-ChannelName = Literal[tuple(k.value for k in Channel)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a Literal built from the enums at run time is opaque to a type checker: plain strings there
+    EventType = str
+    EdgeType = str
+    TopologyName = str
+    DecisionName = str
+    StatusName = str
+    ChannelName = str
+else:  # pydantic reads these: the enums' values are the only ones allowed
+    EventType = Literal[tuple(k.value for k in EventKind)]
+    EdgeType = Literal[tuple(k.value for k in EdgeKind)]
+    TopologyName = Literal[tuple(k.value for k in Topology)]
+    DecisionName = Literal[tuple(k.value for k in DecisionKind)]
+    StatusName = Literal[tuple(k.value for k in Status)]
+    ChannelName = Literal[tuple(k.value for k in Channel)]
 
 NonEmpty = Field(min_length=1)
 INSTANCE_PATTERN = r"^.+#[1-9][0-9]*$"  # name#k

@@ -1,31 +1,47 @@
 """The recorder: the one place that turns orchestration moments into spans.
 
 Moments with a duration (a run, an agent invocation, a tool execution, an LLM
-call) are spans, each driven by a small lifecycle object (``start`` / ``end`` /
-``fail``, or ``with``). Instant moments (spawn, delegate, message, aggregate,
-stop, human intervention, reward) are span events on the current span.
+call) are spans, each driven by a lifecycle object from :mod:`.invocation`
+(``start`` / ``end`` / ``fail``, or ``with``). Instant moments (spawn,
+delegate, message, aggregate, stop, human intervention, reward) are span
+events on the current span.
 
-Rules kept here for every caller: telemetry never raises into the host; the
-host's own exceptions pass through untouched; control flow (handoffs,
-interrupts, cancellation) is never an error; no work is done for spans that
-are not recording; content goes through the content policy.
+Rules kept here for every caller: telemetry never raises into the host; a
+wrong argument is logged once (raised in strict mode); content goes through
+the content policy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import traceback
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, StatusCode
+from opentelemetry.trace import Span, SpanKind
 
 from ._version import __version__
 from .content import ContentPolicy
-from .faults import guarded, is_strict, log_fault
+from .faults import is_strict
+from .invocation import (
+    CANCELLED,
+    ERROR,
+    HANDOFF,
+    INTERRUPTED,
+    OK,
+    RUN_KEY,
+    Invocation,
+    LLMInvocation,
+    Run,
+    ToolInvocation,
+    content_into,
+    current_agent,
+    decision_event,
+    names,
+    put,
+)
 from .vocabulary import (
     CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,
@@ -37,181 +53,14 @@ from .vocabulary import (
     StopReason,
 )
 
+__all__ = [
+    "CANCELLED", "ERROR", "HANDOFF", "INTERRUPTED", "NOT_RECORDING", "OK", "STOP_SPAN", "Invocation",
+    "LLMInvocation", "Recorder", "ToolInvocation", "current_agent", "get_recorder", "set_recorder",
+]
+
 _log = logging.getLogger(__name__)
 
-
-# Context keys: the run a span belongs to, and the name of the enclosing agent.
-_RUN_KEY = otel_context.create_key("orch_otel.run")
-_AGENT_KEY = otel_context.create_key("orch_otel.agent")
 STOP_SPAN = "orch.stop"  # carries a stop decided by an invocation whose span had ended (Recorder.stop_by)
-
-# Outcomes of a span that ended by an exception or on purpose.
-OK, ERROR, CANCELLED, INTERRUPTED, HANDOFF = "ok", "error", "cancelled", "interrupted", "handoff"
-_STOP_REASON_BY_OUTCOME = {
-    OK: StopReason.END,
-    ERROR: StopReason.ERROR,
-    CANCELLED: StopReason.CANCELLED,
-    INTERRUPTED: StopReason.INTERRUPT,
-    HANDOFF: StopReason.END,
-}
-
-
-class _Run:
-    """State shared by all spans of one run (the outermost orch-otel span)."""
-
-    __slots__ = ("stopped",)
-
-    def __init__(self) -> None:
-        self.stopped = False
-
-
-def _names(value: str | Iterable[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
-
-
-class Invocation:
-    """Lifecycle of one span: ``start()``, then ``end()`` or ``fail(exc)``.
-
-    As a context manager it starts, attaches its context, and ends with the
-    outcome of the block. ``start(attach=False)`` leaves context handling to
-    the caller (callback-based integrations use ``.context`` per step).
-    """
-
-    __slots__ = ("_recorder", "_name", "_attributes", "_links", "span", "context", "_token", "_run", "_ended")
-
-    def __init__(self, recorder: Recorder, name: str, attributes: dict[str, Any],
-                 links: Sequence[trace.Link] | None = None) -> None:
-        self._recorder = recorder
-        self._name = name
-        self._attributes = attributes
-        self._links = links
-        self.span: Span = trace.INVALID_SPAN
-        self.context: otel_context.Context | None = None
-        self._token: object | None = None
-        self._run: _Run | None = None
-        self._ended = False
-
-    @property
-    def is_run_root(self) -> bool:
-        return self._run is not None
-
-    def start(self, *, attach: bool = True, parent: otel_context.Context | None = None) -> Invocation:
-        ctx = parent if parent is not None else otel_context.get_current()
-        span = self._recorder.tracer.start_span(self._name, ctx, SpanKind.INTERNAL, self._attributes, self._links)
-        self.span = span
-        ctx = trace.set_span_in_context(span, ctx)
-        extra: dict[str, Any] = {}
-        if otel_context.get_value(_RUN_KEY, ctx) is None:
-            self._run = extra[_RUN_KEY] = _Run()
-        agent = self._attributes.get(Attr.AGENT_NAME)
-        if agent is not None:
-            extra[_AGENT_KEY] = agent
-        if extra:  # one more context copy, not one per key
-            ctx = otel_context.Context({**ctx, **extra})
-        self.context = ctx
-        if attach:
-            self._token = otel_context.attach(ctx)
-        return self
-
-    @guarded
-    def set(self, key: str, value: Any) -> None:
-        if value is not None and self.span.is_recording():
-            self.span.set_attribute(key, value)
-
-    @guarded
-    def end(self, *, outcome: str = OK, stop_reason: str | None = None, error: BaseException | None = None) -> None:
-        """End the span. ``outcome`` is one of ok, error, cancelled, interrupted,
-        handoff; only ``error`` marks the span as failed."""
-        if self._ended:
-            return
-        self._ended = True
-        span = self.span
-        try:
-            if span.is_recording():
-                if outcome != OK:
-                    span.set_attribute(Attr.OUTCOME, outcome)
-                if outcome == ERROR:
-                    self._recorder._mark_error(span, error)
-                if self._run is not None and not self._run.stopped:
-                    reason = stop_reason or _STOP_REASON_BY_OUTCOME.get(outcome, StopReason.END)
-                    self._recorder._decision_event(span, DecisionKind.STOP, reason=str(reason))
-                    self._run.stopped = True
-                span.end()
-        finally:
-            self._detach()
-
-    @guarded
-    def stop(self, reason: str, *, content: Any = None, source: str | None = None, forced: bool = False) -> None:
-        """Record this span's run stopping. Only the run root marks the run as
-        stopped: a nested run's stop does not stop the run around it."""
-        if self.span.is_recording():
-            self._recorder._decision_event(self.span, DecisionKind.STOP, reason=str(reason).strip() or StopReason.END.value,
-                                           content=content, source=source, forced=forced)
-            if self._run is not None:
-                self._run.stopped = True
-
-    def fail(self, error: BaseException) -> None:
-        """End the span with the outcome the error stands for (control flow is not an error)."""
-        self.end(outcome=self._recorder.classify(error), error=error)
-
-    def _detach(self) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            try:
-                otel_context.detach(token)
-            except Exception:  # detached from another context: nothing to restore
-                log_fault(_log, logging.DEBUG, "orch-otel: context detach skipped")
-
-    def __enter__(self) -> Invocation:
-        if self.context is None:
-            _start(self)  # a fault leaves the span unstarted: the block runs unrecorded
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is None:
-            self.end()
-        else:
-            self.fail(exc)
-
-
-class ToolInvocation(Invocation):
-    __slots__ = ()
-
-    @guarded
-    def set_result(self, result: Any) -> None:
-        if self.span.is_recording():
-            self._recorder._content_attrs(self.span, result, Attr.OUTPUT_REF, Attr.TOOL_CALL_RESULT)
-
-
-class LLMInvocation(Invocation):
-    __slots__ = ()
-
-    @guarded
-    def set_response(
-        self,
-        output: Any = None,
-        *,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        response_model: str | None = None,
-    ) -> None:
-        span = self.span
-        if not span.is_recording():
-            return
-        attrs: dict[str, Any] = {}
-        if input_tokens is not None:
-            attrs[Attr.INPUT_TOKENS] = int(input_tokens)
-        if output_tokens is not None:
-            attrs[Attr.OUTPUT_TOKENS] = int(output_tokens)
-        if response_model:
-            attrs[Attr.RESPONSE_MODEL] = response_model
-        self._recorder._content_into(attrs, output, Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES)
-        if attrs:
-            span.set_attributes(attrs)  # one lock and one validation pass, not one per attribute
 
 
 class Recorder:
@@ -242,26 +91,6 @@ class Recorder:
                 return outcome
         return ERROR
 
-    def _mark_error(self, span: Span, error: BaseException | None) -> None:
-        """Mark ``span`` failed. An exception's message and stack trace are
-        content (they often quote inputs, keys or addresses): they are kept
-        only with capture on, and then redacted. The type always is."""
-        if error is None:
-            span.set_status(StatusCode.ERROR)
-            return
-        kind = type(error).__qualname__
-        span.set_attribute(Attr.ERROR_TYPE, kind)
-        span.set_status(StatusCode.ERROR, kind)
-        attrs: dict[str, Any] = {Attr.EXCEPTION_TYPE: kind, Attr.EXCEPTION_ESCAPED: True}
-        if self.content.capture:
-            try:
-                attrs[Attr.EXCEPTION_MESSAGE] = self.content.redact(str(error))
-                trace_text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-                attrs[Attr.EXCEPTION_STACKTRACE] = self.content.redact(trace_text)
-            except Exception:  # str() of a broken exception must not break the host
-                _log.warning("orch-otel: could not format a %s; message not recorded", kind)
-        span.add_event(SpanEvent.EXCEPTION, attrs)
-
     # -- spans ------------------------------------------------------------------------
 
     def workflow(
@@ -278,10 +107,10 @@ class Recorder:
         """A run of a multi-agent workflow (graph, team): usually the trace root.
         ``links`` join related runs (a resume links to the interrupted run)."""
         attrs = {Attr.OPERATION: Operation.INVOKE_WORKFLOW.value, Attr.WORKFLOW_NAME: name}
-        _put(attrs, Attr.TASK_ID, task_id)
-        _put(attrs, Attr.CONVERSATION_ID, conversation_id)
-        _put(attrs, Attr.SYSTEM, system)
-        _put(attrs, Attr.TOPOLOGY, topology)
+        put(attrs, Attr.TASK_ID, task_id)
+        put(attrs, Attr.CONVERSATION_ID, conversation_id)
+        put(attrs, Attr.SYSTEM, system)
+        put(attrs, Attr.TOPOLOGY, topology)
         if attributes:
             attrs.update(attributes)
         return Invocation(self, f"invoke_workflow {name}", attrs, links)
@@ -308,16 +137,16 @@ class Recorder:
             Attr.AGENT_NAME: name,
             Attr.AGENT_ID: agent_id or name,
         }
-        _put(attrs, Attr.AGENT_ROLE, role)
-        _put(attrs, Attr.AGENT_DESCRIPTION, description)
+        put(attrs, Attr.AGENT_ROLE, role)
+        put(attrs, Attr.AGENT_DESCRIPTION, description)
         if spawned:
             attrs[Attr.AGENT_SPAWNED] = True
-        _put(attrs, Attr.FANOUT_INDEX, fanout_index)
-        _put(attrs, Attr.FANOUT_SIZE, fanout_size)
-        _put(attrs, Attr.TASK_ID, task_id)
-        _put(attrs, Attr.CONVERSATION_ID, conversation_id)
-        _put(attrs, Attr.SYSTEM, system)
-        _put(attrs, Attr.TOPOLOGY, topology)
+        put(attrs, Attr.FANOUT_INDEX, fanout_index)
+        put(attrs, Attr.FANOUT_SIZE, fanout_size)
+        put(attrs, Attr.TASK_ID, task_id)
+        put(attrs, Attr.CONVERSATION_ID, conversation_id)
+        put(attrs, Attr.SYSTEM, system)
+        put(attrs, Attr.TOPOLOGY, topology)
         if attributes:
             attrs.update(attributes)
         return Invocation(self, f"invoke_agent {name}", attrs)
@@ -333,9 +162,9 @@ class Recorder:
     ) -> ToolInvocation:
         """A tool execution; ``call_id`` pairs it with the model's tool call."""
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.EXECUTE_TOOL.value, Attr.TOOL_NAME: name}
-        _put(attrs, Attr.TOOL_CALL_ID, call_id)
-        _put(attrs, Attr.TOOL_TYPE, tool_type)
-        self._content_into(attrs, arguments, Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS)
+        put(attrs, Attr.TOOL_CALL_ID, call_id)
+        put(attrs, Attr.TOOL_TYPE, tool_type)
+        content_into(attrs, self.content, arguments, Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS)
         if attributes:
             attrs.update(attributes)
         return ToolInvocation(self, f"execute_tool {name}", attrs)
@@ -352,9 +181,9 @@ class Recorder:
         """An LLM call (``chat {model}``). Report usage with ``set_response``.
         ``tool_definitions``: the tools offered to the model (content, like the prompt)."""
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.CHAT.value, Attr.REQUEST_MODEL: model}
-        _put(attrs, Attr.PROVIDER, provider)
-        self._content_into(attrs, input_messages, Attr.INPUT_REF, Attr.INPUT_MESSAGES)
-        self._content_into(attrs, tool_definitions, Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS)
+        put(attrs, Attr.PROVIDER, provider)
+        content_into(attrs, self.content, input_messages, Attr.INPUT_REF, Attr.INPUT_MESSAGES)
+        content_into(attrs, self.content, tool_definitions, Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS)
         if attributes:
             attrs.update(attributes)
         return LLMInvocation(self, f"chat {model}", attrs)
@@ -379,8 +208,8 @@ class Recorder:
         nested run, use ``Invocation.stop``."""
         reason = str(reason).strip() or StopReason.END.value
         if self._decision(DecisionKind.STOP, reason=reason, source=source, content=content, span=span, forced=forced):
-            run = otel_context.get_value(_RUN_KEY)
-            if isinstance(run, _Run):
+            run = otel_context.get_value(RUN_KEY)
+            if isinstance(run, Run):
                 run.stopped = True
 
     def stop_by(self, agent: Invocation, reason: str, *, forced: bool = False, source: str | None = None,
@@ -395,13 +224,13 @@ class Recorder:
             return
         reason = str(reason).strip() or StopReason.END.value
         if agent.span.is_recording():
-            self._decision_event(agent.span, DecisionKind.STOP, reason=reason, source=source, content=content,
-                                 forced=forced)
+            decision_event(agent.span, self.content, DecisionKind.STOP, reason=reason, source=source,
+                           content=content, forced=forced)
             return
         if not agent.span.get_span_context().is_valid:
             return
         span = self.tracer.start_span(STOP_SPAN, agent.context, SpanKind.INTERNAL)
-        self._decision_event(span, DecisionKind.STOP, reason=reason, source=source, content=content, forced=forced)
+        decision_event(span, self.content, DecisionKind.STOP, reason=reason, source=source, content=content, forced=forced)
         span.end()
 
     def message(self, content: Any = None, *, recipients: str | Iterable[str], sender: str | None = None,
@@ -410,10 +239,10 @@ class Recorder:
         span = self._target_span(span, "message")
         if span is None:
             return
-        attrs: dict[str, Any] = {Attr.RECIPIENTS: _names(recipients)}
-        _put(attrs, Attr.SENDER, sender or _current_agent())
-        _put(attrs, Attr.MESSAGE_TYPE, message_type)
-        self._content_into(attrs, content, Attr.CONTENT_REF, Attr.CONTENT)
+        attrs: dict[str, Any] = {Attr.RECIPIENTS: names(recipients)}
+        put(attrs, Attr.SENDER, sender or current_agent())
+        put(attrs, Attr.MESSAGE_TYPE, message_type)
+        content_into(attrs, self.content, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.MESSAGE, attrs)
 
     def aggregate(self, content: Any = None, *, sources: Iterable[str] | None = None,
@@ -424,8 +253,8 @@ class Recorder:
             return
         attrs: dict[str, Any] = {}
         if sources is not None:
-            attrs[Attr.SOURCES] = _names(sources)
-        self._content_into(attrs, content, Attr.CONTENT_REF, Attr.CONTENT)
+            attrs[Attr.SOURCES] = names(sources)
+        content_into(attrs, self.content, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.AGGREGATE, attrs)
 
     def human_intervention(self, content: Any = None, *, resume_of: str | None = None,
@@ -435,8 +264,8 @@ class Recorder:
         if span is None:
             return
         attrs: dict[str, Any] = {}
-        _put(attrs, Attr.RESUME_OF, resume_of)
-        self._content_into(attrs, content, Attr.CONTENT_REF, Attr.CONTENT)
+        put(attrs, Attr.RESUME_OF, resume_of)
+        content_into(attrs, self.content, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.HUMAN_INTERVENTION, attrs)
 
     def reward(self, value: float, *, name: str = "reward", unit: str | None = None,
@@ -464,8 +293,8 @@ class Recorder:
         if span is None:
             return
         attrs: dict[str, Any] = {Attr.REWARD_VALUE: number, Attr.REWARD_NAME: name}
-        _put(attrs, Attr.REWARD_UNIT, unit)
-        _put(attrs, Attr.REWARD_TARGET, target)
+        put(attrs, Attr.REWARD_UNIT, unit)
+        put(attrs, Attr.REWARD_TARGET, target)
         span.add_event(SpanEvent.REWARD, attrs)
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
@@ -484,24 +313,9 @@ class Recorder:
         span = self._target_span(span, kind.value)
         if span is None:
             return False
-        self._decision_event(span, kind, targets=targets, options=options, reason=reason, source=source, content=content,
-                             forced=forced)
+        decision_event(span, self.content, kind, targets=targets, options=options, reason=reason, source=source,
+                       content=content, forced=forced)
         return True
-
-    def _decision_event(self, span: Span, kind: DecisionKind, *, targets: str | Sequence[str] | None = None,
-                        options: Iterable[str] | None = None, reason: str | None = None,
-                        source: str | None = None, content: Any = None, forced: bool = False) -> None:
-        attrs: dict[str, Any] = {Attr.DECISION: kind.value}
-        if targets is not None:
-            attrs[Attr.TARGETS] = _names(targets)
-        if options is not None:
-            attrs[Attr.OPTIONS] = _names(options)
-        _put(attrs, Attr.STOP_REASON, reason)
-        _put(attrs, Attr.STOP_SOURCE, source)
-        if forced:
-            attrs[Attr.STOP_FORCED] = True
-        self._content_into(attrs, content, Attr.CONTENT_REF, Attr.CONTENT)
-        span.add_event(SpanEvent.DECISION, attrs)
 
     def _target_span(self, span: Span | None, what: str) -> Span | None:
         span = span if span is not None else trace.get_current_span()
@@ -511,45 +325,6 @@ class Recorder:
             self._warned.add(what)
             _log.warning("orch-otel: %s() called outside any traced agent or run; not recorded", what)
         return None
-
-    def _content_into(self, attrs: dict[str, Any], content: Any, ref_key: str, text_key: str) -> None:
-        if content is None:
-            return
-        try:
-            kept = self.content.apply(content)
-        except Exception:  # a redactor or serializer bug must not break the host
-            log_fault(_log, logging.WARNING, "orch-otel: content policy failed; content not recorded")
-            return
-        if kept is not None:
-            attrs[ref_key] = kept.ref
-            if kept.text is not None:
-                attrs[text_key] = kept.text
-
-    def _content_attrs(self, span: Span, content: Any, ref_key: str, text_key: str) -> None:
-        attrs: dict[str, Any] = {}
-        self._content_into(attrs, content, ref_key, text_key)
-        if attrs:
-            span.set_attributes(attrs)
-
-
-def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
-    if value is not None:
-        attrs[key] = value
-
-
-def _current_agent() -> str | None:
-    value = otel_context.get_value(_AGENT_KEY)
-    return value if isinstance(value, str) else None
-
-
-def current_agent() -> str | None:
-    """Name of the innermost agent in the current context (None outside agents)."""
-    return _current_agent()
-
-
-@guarded
-def _start(invocation: Invocation) -> None:
-    invocation.start()
 
 
 NOT_RECORDING = Recorder(tracer_provider=trace.NoOpTracerProvider(), content=ContentPolicy())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,9 @@ class SpanRecord:
     parent_is_remote: bool = False
     kind: str = "internal"  # internal | server | client | producer | consumer
     scope: str = ""  # instrumentation scope name ("orch_otel" for orch-otel's spans; "" if unknown)
+    # instrumentation scope version ("" if unknown); not compared, so a copy from a
+    # source that dropped it (span dumps before it was kept) is still a duplicate, not a conflict
+    scope_version: str = field(default="", compare=False)
 
     @property
     def is_local_root(self) -> bool:
@@ -91,10 +95,20 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
         resource=span.resource.attributes if span.resource is not None else {},
         kind=_KIND.get(span.kind, "internal"),
         scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else "",
+        scope_version=(span.instrumentation_scope.version or "") if span.instrumentation_scope is not None else "",
     )
 
 
 # -- the project's own span-record JSON (span dumps and the durable spool) ---------------
+#
+# One JSON object per line, written by the span dump exporter, the durable spool and
+# ``orch-otel convert``'s quarantine; read strictly by ``orch_otel.offline.records.from_dump``:
+#
+#     {"trace_id": "<32 hex>", "span_id": "<16 hex>", "parent_id": "<16 hex>"|null,
+#      "parent_is_remote": false, "name": "...", "start_ns": 1, "end_ns": 2,
+#      "status": "unset"|"ok"|"error", "status_message": "", "kind": "internal", "scope": "orch_otel",
+#      "scope_version": "0.1.0", "attributes": {...}, "events": [[name, time_ns, {attributes}]],
+#      "links": [[trace_id, span_id, {attributes}]], "resource": {...}}
 
 
 def record_to_dict(record: SpanRecord) -> dict[str, Any]:
@@ -115,6 +129,7 @@ def record_to_dict(record: SpanRecord) -> dict[str, Any]:
         "resource": dict(record.resource),
         "kind": record.kind,
         "scope": record.scope,
+        "scope_version": record.scope_version,
     }
 
 
@@ -136,7 +151,33 @@ def record_from_dict(data: dict[str, Any]) -> SpanRecord:
         resource=dict(data.get("resource") or {}),
         kind=str(data.get("kind", "internal")),
         scope=str(data.get("scope", "")),
+        scope_version=str(data.get("scope_version") or ""),
     )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _attrs_out(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): _jsonable(v) for k, v in attrs.items()}
+
+
+def to_dump(span: SpanRecord) -> dict[str, Any]:
+    """A span record as a span-dump JSON object: :func:`record_to_dict`, with
+    attribute values made JSON-ready (bytes as base64, keys as text)."""
+    data = record_to_dict(span)
+    for key in ("attributes", "resource"):
+        data[key] = _attrs_out(data[key])
+    data["events"] = [[n, t, _attrs_out(a)] for n, t, a in data["events"]]
+    data["links"] = [[t, s, _attrs_out(a)] for t, s, a in data["links"]]
+    return data
 
 
 _STATUS_CODE = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
@@ -166,5 +207,6 @@ def to_readable_span(record: SpanRecord) -> ReadableSpan:
         status=Status(_STATUS_CODE.get(record.status, StatusCode.UNSET), record.status_message or None),
         start_time=record.start_ns,
         end_time=record.end_ns,
-        instrumentation_scope=InstrumentationScope(record.scope) if record.scope else None,
+        instrumentation_scope=(InstrumentationScope(record.scope, record.scope_version or None)
+                               if record.scope or record.scope_version else None),
     )

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
+from .configure import global_provider
 from .converter import Conversion, convert
 from .spans import SpanRecord, from_readable_span
 
@@ -82,10 +82,7 @@ def _hub_for(provider: TracerProvider) -> _Hub:
 
 def ensure_sdk_provider() -> TracerProvider:
     """The global SDK TracerProvider, created and set if none is set yet."""
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
+    provider, _ = global_provider()
     if not isinstance(provider, TracerProvider):
         raise RuntimeError(f"orch_otel.testing needs an SDK TracerProvider, not {type(provider).__name__}")
     return provider

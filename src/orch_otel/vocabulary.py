@@ -1,5 +1,5 @@
 """The one vocabulary of orch-otel: event kinds, decision kinds, stop reasons,
-edge kinds and every span attribute key.
+edge kinds, every span attribute key, and the shape of a tool definition.
 
 Attribute keys follow the OpenTelemetry GenAI semantic conventions where they
 exist (``gen_ai.*``). Orchestration facts those conventions lack live under
@@ -9,6 +9,7 @@ the single project namespace ``orch.``.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 
 class _StrEnum(str, Enum):
@@ -209,3 +210,10 @@ class RewardUnit(_StrEnum):
 CREDITED_REWARD_UNITS = frozenset({RewardUnit.TEAM.value, RewardUnit.ORCHESTRATOR.value, RewardUnit.AGENT.value,
                                    RewardUnit.ROLE.value})
 ROLE_TARGET = "role:"  # trace reward "NAME@role:ROLE": a reward for every agent playing ROLE
+
+
+def function_tool(name: str, description: str = "", parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A tool definition in the OpenAI function format, the one chat datasets
+    (TRL, verl) take; no parameters means an object with none."""
+    return {"type": "function", "function": {"name": name, "description": description,
+                                             "parameters": parameters or {"type": "object", "properties": {}}}}

@@ -15,6 +15,10 @@ The protocol is the one the user set (``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``,
 opentelemetry-distro sets ``OTEL_EXPORTER_OTLP_PROTOCOL=grpc`` in the process
 when the user did not; that default is ignored where the environment the process
 started with can be read (Linux), since it sent gRPC to the HTTP port 4318.
+
+Something must build that provider: opentelemetry-distro's configurator
+(``orch-otel[zero-code]``) or another distro's. Without one,
+``opentelemetry-instrument`` configures nothing and :func:`pre_instrument` says so.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from . import env
 from .configure import otlp_exporter
-from .exporters.spool import DurableBatchSpanProcessor
+from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
+from .faults import log_fault
 
 _log = logging.getLogger(__name__)
 
@@ -45,7 +50,7 @@ _OTLP_EXPORTER_MODULES = (
 )
 
 _lock = threading.Lock()
-_attached: tuple[TracerProvider, DurableBatchSpanProcessor] | None = None
+_attached: tuple[TracerProvider, SpanProcessor] | None = None
 _warned_sdk_otlp = False
 
 
@@ -61,10 +66,10 @@ class ZeroCodeExporter(TraceFileExporter):
         except RuntimeError as exc:  # the OTLP exporter is not installed
             _log.warning("orch-otel: no OTLP export: %s", exc)
         except Exception:  # telemetry setup never breaks the app
-            _log.warning("orch-otel: could not set up OTLP export; trace files are still written", exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: could not set up OTLP export; trace files are still written")
 
 
-def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
+def attach_otlp_export(provider: Any) -> SpanProcessor | None:
     """Add spooled OTLP export to ``provider`` if OTLP export is asked for
     (once per process); retire the SDK's OTLP exporters already on it."""
     global _attached
@@ -74,7 +79,7 @@ def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
         protocol = requested_protocol(traces_exporter_names())
         if protocol is None:
             return None
-        processor = DurableBatchSpanProcessor(
+        processor = spooled_export(
             otlp_exporter(protocol),
             env.spool_dir(),
             max_spool_bytes=env.spool_max_bytes(),
@@ -86,17 +91,33 @@ def attach_otlp_export(provider: Any) -> DurableBatchSpanProcessor | None:
     return processor
 
 
+def pre_instrument() -> None:
+    """The ``opentelemetry_pre_instrument`` hook (after the distro and configurators
+    ran): warns when ``OTEL_TRACES_EXPORTER`` names orch_otel but nothing built an
+    SDK provider, since no trace would be written; then retires the SDK's OTLP exporters."""
+    try:
+        if "orch_otel" in traces_exporter_names() and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            _log.warning("orch-otel: OTEL_TRACES_EXPORTER names orch_otel but no OpenTelemetry distro configured the "
+                         "SDK, so no trace is written: pip install 'orch-otel[zero-code]' (opentelemetry-distro)")
+    except Exception:
+        log_fault(_log, logging.DEBUG, "orch-otel: could not check the zero-code setup")
+    retire_sdk_otlp_exporters()
+
+
 def retire_sdk_otlp_exporters() -> None:
     """Take the SDK's OTLP span processors off the provider orch-otel exports
     OTLP from (``OTEL_TRACES_EXPORTER=otlp,orch_otel``): they would send every
-    span a second time, unspooled. Also the ``opentelemetry_pre_instrument``
-    hook, for exporters listed after ``orch_otel``."""
+    span a second time, unspooled. Also run by :func:`pre_instrument`, for
+    exporters listed after ``orch_otel``. It also moves the OTLP
+    export after the trace files, so that flush and exit write trace files
+    before waiting (bounded) for the collector."""
     global _warned_sdk_otlp
     try:
         if _attached is None:
             return
         provider, ours = _attached
         retired = _remove_processors(provider, lambda p: p is not ours and _is_sdk_otlp(p))
+        _move_last(provider, ours)
         if retired and not _warned_sdk_otlp:
             _warned_sdk_otlp = True
             listed = ",".join(n for n in traces_exporter_names() if n in _OTLP_NAMES)
@@ -107,7 +128,7 @@ def retire_sdk_otlp_exporters() -> None:
                 listed,
             )
     except Exception:
-        _log.warning("orch-otel: could not inspect the SDK's span processors", exc_info=True)
+        log_fault(_log, logging.WARNING, "orch-otel: could not inspect the SDK's span processors")
 
 
 def traces_exporter_names() -> list[str]:
@@ -163,13 +184,24 @@ def _is_sdk_otlp(processor: Any) -> bool:
     return exporter is not None and type(exporter).__module__ in _OTLP_EXPORTER_MODULES
 
 
+def _move_last(provider: TracerProvider, processor: Any) -> None:
+    """Make ``processor`` the provider's last span processor (flushed and shut down last)."""
+    multi = getattr(provider, "_active_span_processor", None)
+    lock = getattr(multi, "_lock", None)
+    if lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
+        return  # an SDK that hides them: the order stays, every wait is bounded all the same
+    with lock:
+        if processor in multi._span_processors:
+            multi._span_processors = tuple(p for p in multi._span_processors if p is not processor) + (processor,)
+
+
 def _remove_processors(provider: TracerProvider, doomed) -> list[Any]:
     """Remove (and shut down) the provider's span processors ``doomed`` picks.
     The SDK has no public removal; without the expected internals, nothing is
     removed and a warning says spans may be sent twice."""
     multi = getattr(provider, "_active_span_processor", None)
     lock = getattr(multi, "_lock", None)
-    if lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
+    if multi is None or lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
         if any(doomed(p) for p in getattr(multi, "_span_processors", ()) or ()):
             _log.warning("orch-otel: this SDK version hides its span processors; the SDK's OTLP exporter stays on "
                          "and spans are sent twice: set OTEL_TRACES_EXPORTER=orch_otel")
@@ -184,5 +216,5 @@ def _remove_processors(provider: TracerProvider, doomed) -> list[Any]:
         try:
             processor.shutdown()
         except Exception:
-            _log.debug("orch-otel: shutting down a retired processor failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: shutting down a retired processor failed")
     return removed

@@ -14,6 +14,9 @@ from .._version import __version__
 from .options import EXIT_USAGE
 
 COMMANDS = ("demo", "validate", "show", "convert", "dataset", "spool", "schema")
+# What the [cli] extra installs (pyproject.toml): a bare `pip install orch-otel` has
+# none of these, and the command then says which extra to add instead of a traceback.
+CLI_EXTRA_MODULES = frozenset({"rich", "pydantic", "pydantic_core", "jsonschema", "jsonschema_rs", "zstandard"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,8 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except ModuleNotFoundError as exc:
+        return _needs_cli_extra(exc)
     try:
         return importlib.import_module(f"{__name__}.{args.command}").run(args)
+    except ModuleNotFoundError as exc:
+        return _needs_cli_extra(exc)
     except OSError as exc:  # a file the user named cannot be read or written: say which, no traceback
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"orch-otel {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -40,6 +47,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"orch-otel {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+
+def _needs_cli_extra(exc: ModuleNotFoundError) -> int:
+    """One line naming the extra to install, for a module of the [cli] extra; any other missing module is raised as before."""
+    missing = (exc.name or "").partition(".")[0]
+    if missing not in CLI_EXTRA_MODULES:
+        raise exc
+    print(f"orch-otel: the command needs the [cli] extra ({missing} is not installed): pip install 'orch-otel[cli]'",
+          file=sys.stderr)
+    return EXIT_USAGE
 
 
 __all__ = ["build_parser", "main"]

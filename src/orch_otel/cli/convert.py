@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from ..offline.pipeline import EXIT_NO_INPUT, Options, Summary, convert_inputs
 from ..offline.readers import FORMATS_READ
@@ -38,16 +38,17 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                    console=err, transient=True, disable=not (err.is_terminal if progress is None else progress))
-    state: dict[str, object] = {"done": {}, "task": None}
+    done: dict[Path, int] = {}  # bytes read so far, per file
+    tasks: list[TaskID] = []  # the bar's one task, once the files are known
 
     def on_files(files: list[Path]) -> None:
         total = sum(f.stat().st_size for f in files)
-        state["task"] = bar.add_task(f"converting {len(files)} file(s)", total=total or None)
+        tasks.append(bar.add_task(f"converting {len(files)} file(s)", total=total or None))
 
     def on_bytes(path: Path, n: int) -> None:
-        done = state["done"]
-        done[path] = n  # type: ignore[index]
-        bar.update(state["task"], completed=sum(done.values()))  # type: ignore[arg-type, union-attr]
+        done[path] = n
+        if tasks:
+            bar.update(tasks[0], completed=sum(done.values()))
 
     options = Options(max_open_traces=max_open_traces, linger=linger, max_spans_per_trace=max_spans_per_trace, check=check,
                       jobs=jobs)

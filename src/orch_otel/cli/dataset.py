@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             if "reject" in result:
                 progress.console.print(f"[yellow]rejected[/yellow] {escape(result['where'] + ': ' + result['reject'])}",
                                        highlight=False, soft_wrap=True)
-            progress.update(task, advance=result.get("size", 0), **counts)
+            progress.update(task, advance=result.get("size", 0), traces=counts["traces"], rejects=counts["rejects"])
 
         try:
             summary = build(args.inputs, args.output, config, fmt=args.format, engine=args.engine,

@@ -1,8 +1,10 @@
 """``orch-otel spool status|replay``: the durable OTLP spool of dead processes.
 
-Exit codes: 0 ok (all sent); 1 unreadable lines were found (status) or the
-collector refused a batch (replay: the rest stays in the spool); 2 no such
-spool directory, or no collector (none configured, or nothing listening).
+Exit codes: 0 ok (all sent); 1 invalid data: unreadable lines or spans set
+aside because the collector refused them (status: some are there; replay: some
+were found, the rest was sent), or the collector stopped taking spans (replay:
+the rest stays in the spool); 2 no such spool directory, or no collector (none
+configured, or nothing listening).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import env
+from ..exporters.rejections import REJECTED_FILE, UNREADABLE_FILE, summarize
 from ..exporters.spool import read_segment, replay, spool_files
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
@@ -44,7 +47,15 @@ def _status(directory) -> int:
         bad += sum(1 for r, _ in rows if r is None)
         table.add_row(path.name, str(sum(1 for r, _ in rows if r is not None)), str(sum(1 for r, _ in rows if r is None)))
     Console().print(table)
-    return EXIT_INVALID if bad else EXIT_OK
+    aside = summarize(directory)  # plain lines (not wrapped): paths and reasons stay greppable
+    if aside.rejected:
+        print(f"set aside: {aside.rejected} span(s) the collector refused, in {os.path.join(directory, REJECTED_FILE)}")
+        for reason, count in sorted((aside.reasons or {}).items(), key=lambda item: -item[1]):
+            print(f"  {count} x {reason}")
+    if aside.unreadable:
+        print(f"set aside: {aside.unreadable} unreadable line(s) of replayed segments, in "
+              f"{os.path.join(directory, UNREADABLE_FILE)}")
+    return EXIT_INVALID if bad or aside.rejected or aside.unreadable else EXIT_OK
 
 
 def _collector_address(protocol: str, endpoint: str | None) -> tuple[str, str, int]:
@@ -96,22 +107,31 @@ def _replay(directory, args: argparse.Namespace) -> int:
     finally:
         exporter.shutdown()
     for problem in result.bad_lines:
-        print(f"skipped unreadable record: {problem}", file=sys.stderr)
+        print(f"unreadable record: {problem}", file=sys.stderr)
     console = Console()
     console.print(f"sent {result.sent} span(s) from {result.files_done} segment(s)")
     if result.skipped_live:
         console.print(f"skipped {result.skipped_live} segment(s) of running processes (use --include-live)")
+    if result.quarantined:
+        print(f"moved {result.quarantined} unreadable line(s) to {os.path.join(directory, UNREADABLE_FILE)}",
+              file=sys.stderr)
+    refused = sum(result.set_aside.values())
+    if refused:
+        print(f"set aside {refused} span(s) the collector refused, in {os.path.join(directory, REJECTED_FILE)}:",
+              file=sys.stderr)
+        for reason, count in sorted(result.set_aside.items(), key=lambda item: -item[1]):
+            print(f"  {count} x {reason}", file=sys.stderr)
     if result.files_left:
-        print(f"the collector refused a batch; {result.files_left} segment(s) left in {directory}", file=sys.stderr)
+        print(f"the collector stopped taking spans; {result.files_left} segment(s) left in {directory}", file=sys.stderr)
         return EXIT_LEFT
-    return EXIT_OK
+    return EXIT_INVALID if result.bad_lines or refused else EXIT_OK
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     spool = sub.add_parser("spool", help="inspect or re-send the durable OTLP spool",
                            description="Inspect (status) or re-send (replay) the durable OTLP spool. Exit codes: 0 ok, "
-                           "1 unreadable lines (status) or the collector refused a batch (replay), 2 no such spool "
-                           "directory or no collector.")
+                           "1 unreadable lines or spans the collector refused (set aside in the spool directory), or "
+                           "the collector stopped taking spans (replay), 2 no such spool directory or no collector.")
     commands = spool.add_subparsers(dest="spool_command", required=True)
     default = "spool directory (default: $ORCH_OTEL_SPOOL_DIR or ./orch-spool)"
     status = commands.add_parser("status", help="list spool segments and their spans")

@@ -5,7 +5,8 @@ and offline output cannot drift apart. The function is pure: span records in,
 a trace dict (shaped by :mod:`orch_otel.models`) and the captured contents out.
 The mapping rules are documented in ``docs/trace-format.md``.
 
-Modules: ``_builder`` walks the span tree into events, ``_spawns`` pairs
+Modules: ``_builder`` walks the span tree into events (``_values``: the
+strings, records and coercers the modules share), ``_spawns`` pairs
 spawns with their decisions, ``_instances`` names each agent invocation,
 ``_edges`` derives edges, costs and metrics, and ``topology`` infers the
 topology an app did not state.
@@ -20,10 +21,11 @@ from typing import Any
 
 from ..spans import SpanRecord
 from ..vocabulary import Attr, Topology
-from ._builder import _END, DEFAULT_ACTOR, _Builder, _put, _seconds
+from ._builder import _END, _Builder
 from ._edges import costs_and_metrics, edges
 from ._instances import assign_instances, number_instances
 from ._spawns import cover_spawns
+from ._values import DEFAULT_ACTOR, _put, _seconds
 from .topology import infer_topology
 
 __all__ = ["DEFAULT_ACTOR", "Conversion", "convert"]

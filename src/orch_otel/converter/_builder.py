@@ -1,14 +1,13 @@
 """The tree walk of the converter: span records in, events under construction
 out (one ``_Ev`` per event, with the scope whose work it is), and the scopes
-(agent invocations and workflow runs) the events belong to. The names here
-are shared by the converter's other modules."""
+(agent invocations and workflow runs) the events belong to."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..spans import EventRecord, SpanRecord
 from ..vocabulary import (
@@ -17,43 +16,46 @@ from ..vocabulary import (
     INSTRUMENTATION_NAME,
     ROLE_TARGET,
     Attr,
-    Channel,
     DecisionKind,
-    EventKind,
-    Operation,
     RewardUnit,
     SpanEvent,
-    Status,
-    StopReason,
+)
+from ._values import (
+    _CH_AGENT,
+    _CH_LLM,
+    _D_AGGREGATE,
+    _D_COMMUNICATE,
+    _D_STOP,
+    _E_AGGREGATE,
+    _E_HUMAN_INTERVENTION,
+    _E_MESSAGE,
+    _E_ORCHESTRATOR_DECISION,
+    _E_RETURN,
+    _E_SAFETY_EVENT,
+    _E_SPAWN,
+    _E_TOOL_CALL,
+    _E_TOOL_RESULT,
+    _OP_CHAT,
+    _OP_EXECUTE_TOOL,
+    _OP_INVOKE_AGENT,
+    _OP_INVOKE_WORKFLOW,
+    _R_END,
+    _R_ERROR,
+    _R_INCOMPLETE,
+    _S_ERROR,
+    _S_OK,
+    DEFAULT_ACTOR,
+    Scope,
+    _Ev,
+    _list,
+    _number,
+    _put,
+    _put_text,
+    _seconds,
+    _status,
+    _text,
 )
 
-DEFAULT_ACTOR = "orchestrator"
-# Plain strings for the hot loops: an enum's .value is a descriptor call each time.
-_CH_AGENT = Channel.AGENT.value
-_CH_LLM = Channel.LLM.value
-_D_AGGREGATE = DecisionKind.AGGREGATE.value
-_D_COMMUNICATE = DecisionKind.COMMUNICATE.value
-_D_DELEGATE = DecisionKind.DELEGATE.value
-_D_SPAWN = DecisionKind.SPAWN.value
-_D_STOP = DecisionKind.STOP.value
-_E_AGGREGATE = EventKind.AGGREGATE.value
-_E_HUMAN_INTERVENTION = EventKind.HUMAN_INTERVENTION.value
-_E_MESSAGE = EventKind.MESSAGE.value
-_E_ORCHESTRATOR_DECISION = EventKind.ORCHESTRATOR_DECISION.value
-_E_RETURN = EventKind.RETURN.value
-_E_SAFETY_EVENT = EventKind.SAFETY_EVENT.value
-_E_SPAWN = EventKind.SPAWN.value
-_E_TOOL_CALL = EventKind.TOOL_CALL.value
-_E_TOOL_RESULT = EventKind.TOOL_RESULT.value
-_OP_CHAT = Operation.CHAT.value
-_OP_EXECUTE_TOOL = Operation.EXECUTE_TOOL.value
-_OP_INVOKE_AGENT = Operation.INVOKE_AGENT.value
-_OP_INVOKE_WORKFLOW = Operation.INVOKE_WORKFLOW.value
-_R_END = StopReason.END.value
-_R_ERROR = StopReason.ERROR.value
-_R_INCOMPLETE = StopReason.INCOMPLETE.value
-_S_ERROR = Status.ERROR.value
-_S_OK = Status.OK.value
 _AGENT_OPS = (_OP_INVOKE_AGENT, _OP_INVOKE_WORKFLOW)
 _CONTENT_PAIRS = (
     (Attr.CONTENT_REF, Attr.CONTENT),
@@ -71,69 +73,6 @@ _DECISIONS = frozenset(k.value for k in DecisionKind)
 _OWN_SCOPES = ("", INSTRUMENTATION_NAME)  # "": records whose source did not say
 _SPAN_ORDER = attrgetter("start_ns", "span_id")
 _START, _END = attrgetter("start_ns"), attrgetter("end_ns")
-
-
-class _Ev(NamedTuple):
-    """An event under construction; ``data`` becomes the JSON event. Events
-    sort as tuples: by time, then in the order they were made (``seq`` is unique)."""
-
-    t_ns: int
-    seq: float
-    data: dict[str, Any]
-    scope: str | None = None  # span id of the agent span whose work this event is
-
-
-class Scope(NamedTuple):
-    """An agent invocation or a workflow run: a span that events are the work of."""
-
-    span_id: str
-    name: str
-    role: str | None
-    parent: str | None  # the enclosing scope's span id
-    start_ns: int
-    end_ns: int
-    workflow: bool  # an invoke_workflow span (the run, a team), not an agent
-
-
-def _put(data: dict[str, Any], key: str, value: Any) -> None:
-    if value is not None and value != "" and value != []:
-        data[key] = value
-
-
-def _put_text(data: dict[str, Any], key: str, value: Any) -> None:
-    """``data[key]`` = the attribute as text, unless it is absent or empty."""
-    if value is not None and value != "":
-        data[key] = value if type(value) is str else str(value)
-
-
-def _text(value: Any) -> str | None:
-    """Attribute text as a non-empty string, or None (offline data may carry any type)."""
-    if value is None or value == "":
-        return None
-    return value if type(value) is str else str(value)
-
-
-def _number(value: Any) -> int | None:
-    """A non-negative integer attribute (token counts, fan-out index), or None."""
-    if type(value) is int:
-        return value if value >= 0 else None
-    if type(value) is float and value.is_integer() and value >= 0:
-        return int(value)
-    if type(value) is str and value.isdigit():
-        return int(value)
-    return None
-
-
-def _count(value: Any) -> int:
-    return _number(value) or 0
-
-
-def _list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
 
 
 class _Builder:
@@ -420,11 +359,3 @@ class _Builder:
         }
         status = _S_ERROR if reason == _R_ERROR else _S_OK
         self._add(end, root, data, None if run is None else run.span_id, status)
-
-
-def _status(span: SpanRecord) -> str:
-    return _S_ERROR if span.status == "error" else _S_OK
-
-
-def _seconds(ns: int) -> float:
-    return round(max(ns, 0) / 1e9, 6)

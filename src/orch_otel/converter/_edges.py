@@ -9,7 +9,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from ..vocabulary import Attr, EdgeKind
-from ._builder import (
+from ._values import (
     _CH_AGENT,
     _CH_LLM,
     _D_DELEGATE,

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ._builder import _CH_AGENT, _E_AGGREGATE, _E_MESSAGE, _E_RETURN, _E_SPAWN, Scope, _Ev
+from ._values import _CH_AGENT, _E_AGGREGATE, _E_MESSAGE, _E_RETURN, _E_SPAWN, Scope, _Ev
 
 
 def _start_order(scope: Scope) -> tuple[int, str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ._builder import _D_DELEGATE, _D_SPAWN, _E_ORCHESTRATOR_DECISION, _E_SPAWN, _S_OK, _Builder, _Ev
+from ._builder import _Builder
+from ._values import _D_DELEGATE, _D_SPAWN, _E_ORCHESTRATOR_DECISION, _E_SPAWN, _S_OK, _Ev
 
 
 def cover_spawns(b: _Builder) -> list[_Ev]:

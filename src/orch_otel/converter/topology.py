@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..vocabulary import Topology
-from ._builder import _CH_AGENT, _CH_LLM, _D_DELEGATE, _E_MESSAGE, _E_TOOL_CALL, Scope
+from ._values import _CH_AGENT, _CH_LLM, _D_DELEGATE, _E_MESSAGE, _E_TOOL_CALL, Scope
 
 _HANDOFF_TYPES = frozenset({"handoff", "HandoffMessage"})
 _PLANNER = ("plan",)

@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..content import function_tool
-from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind
+from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
 from .messages import as_seen_by, extend_conversation, fingerprint, normalize_messages, normalize_output
 from .reader import ContentStore

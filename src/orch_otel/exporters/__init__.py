@@ -1,6 +1,5 @@
-"""Exporters: the live replayable-trace exporter and its span assembler."""
+"""Exporters: the live replayable-trace exporter (its assembler is ``orch_otel.assembly``)."""
 
-from .assembler import TraceAssembler
 from .trace_file import TraceFileExporter
 
-__all__ = ["TraceAssembler", "TraceFileExporter"]
+__all__ = ["TraceFileExporter"]

@@ -3,12 +3,15 @@
 A full queue makes the SDK drop spans. This subclass counts every drop,
 reports it in a rate-limited log warning with the running count, and adds it
 to the ``orch_otel.spans.lost`` counter (reason ``queue_full``) of the global
-meter provider.
+meter provider. The durable spool reports its losses the same way, under its
+own reasons (``spool_full``, ``spool_write_failed``, ``spool_removed``,
+``spool_unreadable``).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 
@@ -17,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .._version import __version__
+from ..faults import log_fault
 
 _log = logging.getLogger(__name__)
 _WARN_EVERY_S = 10.0
@@ -32,8 +36,8 @@ class LossReport:
             "orch_otel.spans.lost", unit="{span}", description="Finished spans that will never reach the exporter"
         )
         self._lock = threading.Lock()
-        self._last_warning = 0.0
-        self._unreported = 0
+        self._last_warning: dict[str, float] = {}  # per reason: one warning per reason per _WARN_EVERY_S
+        self._unreported: dict[str, int] = {}
 
     @property
     def total(self) -> int:
@@ -45,21 +49,55 @@ class LossReport:
         self._counter.add(count, {"reason": reason, "component": self.component})
         with self._lock:
             self.counts[reason] = self.counts.get(reason, 0) + count
-            self._unreported += count
+            self._unreported[reason] = self._unreported.get(reason, 0) + count
             now = time.monotonic()
-            if now - self._last_warning < _WARN_EVERY_S:
+            last = self._last_warning.get(reason)
+            if last is not None and now - last < _WARN_EVERY_S:
                 return
-            self._last_warning, unreported, self._unreported = now, self._unreported, 0
+            self._last_warning[reason] = now
+            unreported = self._unreported.pop(reason)
             totals = dict(self.counts)
         _log.warning("orch-otel %s: %d span(s) lost (%s so far: %s)", self.component, unreported, reason, totals)
 
     def flush_warning(self) -> None:
         """Report losses not yet warned about (at shutdown)."""
         with self._lock:
-            unreported, self._unreported = self._unreported, 0
+            unreported, self._unreported = sum(self._unreported.values()), {}
             totals = dict(self.counts)
         if unreported:
             _log.warning("orch-otel %s: %d span(s) lost (totals: %s)", self.component, unreported, totals)
+
+
+class RateLimitedFaults:
+    """Logs orch-otel's own faults without content (``faults.log_fault``: type
+    names only) and without flooding: one warning per kind of fault per
+    ``every_s``, with how many of that kind were left out since the last one.
+    A fault that repeats for every span would otherwise log once per span."""
+
+    def __init__(self, log: logging.Logger, every_s: float = _WARN_EVERY_S) -> None:
+        self._log = log
+        self._every_s = every_s
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def warn(self, kind: str, message: str, *args: object, error: BaseException | None = None) -> None:
+        """Log ``message % args`` (the fault: ``error``, default the one being handled) unless
+        ``kind`` was logged less than ``every_s`` ago; then only count it."""
+        with self._lock:
+            now = time.monotonic()
+            last = self._last.get(kind)
+            if last is not None and now - last < self._every_s:
+                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+                return
+            self._last[kind] = now
+            suppressed = self._suppressed.pop(kind, 0)
+        if suppressed:
+            message += f" ({suppressed} more like it not logged in the last {self._every_s:.0f} s)"
+        if error is None and sys.exc_info()[1] is None:
+            self._log.warning(message, *args)
+        else:
+            log_fault(self._log, logging.WARNING, message, *args, error=error)
 
 
 class AccountedBatchSpanProcessor(BatchSpanProcessor):

@@ -1,5 +1,5 @@
 """The span dump exporter: every finished span as one JSON line, in the span
-dump format (:mod:`orch_otel.offline.records`), which ``orch-otel convert``
+dump format (:mod:`orch_otel.spans`), which ``orch-otel convert``
 reads back into replayable traces.
 
 Use it to keep raw spans beside (or instead of) converted traces, e.g. to
@@ -21,8 +21,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ..offline.records import to_dump
-from ..spans import from_readable_span
+from ..spans import from_readable_span, to_dump
 
 
 class SpanDumpExporter(SpanExporter):

@@ -17,10 +17,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import env
+from ..assembly import Released, StreamAssembler
 from ..converter import convert
+from ..faults import log_fault
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
-from .assembler import Released, TraceAssembler
 
 _log = logging.getLogger(__name__)
 
@@ -38,9 +39,11 @@ class TraceFileExporter(SpanExporter):
     ) -> None:
         limits = env.limits()
         self.writer = TraceWriter(trace_dir if trace_dir is not None else env.trace_dir())
-        self.assembler = TraceAssembler(
+        self.assembler = StreamAssembler(  # a trace is written as soon as its root ends
             max_open_traces=max_open_traces or limits.max_open_traces,
             max_spans_per_trace=max_spans_per_trace or limits.max_spans_per_trace,
+            linger=0,
+            remember_span_ids=False,
         )
         self.failed_traces = 0
         self._lock = threading.Lock()
@@ -55,19 +58,26 @@ class TraceFileExporter(SpanExporter):
         if self._shutdown:
             return SpanExportResult.FAILURE
         with self._lock:
+            add = self.assembler.add
             for span in spans:
-                for released in self.assembler.add(from_readable_span(span)):
-                    self._write(released)
+                add(from_readable_span(span))
+            self._write_released()
             self._report_late()
         return SpanExportResult.SUCCESS
 
+    def _write_released(self) -> None:
+        released = self.assembler.released
+        for trace in released:
+            self._write(trace)
+        released.clear()
+
     def _write(self, released: Released) -> None:
         try:
-            result = convert(released.spans, complete=released.complete)
+            result = convert(released.spans.values(), complete=released.complete)
             self.writer.write(result.trace, result.contents)
-        except Exception:  # one bad trace must not stop the others
+        except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1
-            _log.exception("orch-otel: could not write trace %s", released.spans[0].trace_id)
+            log_fault(_log, logging.WARNING, "orch-otel: could not write trace %s", released.trace_id)
 
     def _report_late(self) -> None:
         late = self.assembler.stats.late_spans
@@ -87,6 +97,6 @@ class TraceFileExporter(SpanExporter):
             if self._shutdown:
                 return
             self._shutdown = True
-            for released in self.assembler.drain():
-                self._write(released)
+            self.assembler.drain()
+            self._write_released()
             self.writer.close()

@@ -178,7 +178,7 @@ def trace_id_in(s: Any, trace_ids: dict[str, str]) -> str:
     return trace_id
 
 
-def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: str) -> SpanRecord:
+def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: str, scope_version: str = "") -> SpanRecord:
     """One OTLP JSON span object (its trace id read by :func:`trace_id_in`) as a span record."""
     get = s.get
     parent = get("parentSpanId")
@@ -219,6 +219,7 @@ def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: s
         parent_id is not None and bool(flags & _IS_REMOTE),
         kind,
         scope,
+        scope_version,
     )
 
 
@@ -256,6 +257,9 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
                 scope_name = scope.get("name", "") if type(scope) is dict else None
                 if type(scope_name) is not str:
                     raise BadField(f"{spath}.scope: expected an object with a string name")
+                scope_version = scope.get("version") or ""
+                if type(scope_version) is not str:
+                    raise BadField(f"{spath}.scope.version: expected a string")
             except BadField as exc:
                 problems.append(Problem(where, str(exc), ss))
                 continue
@@ -266,6 +270,6 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
                     if keep is not None and not keep(trace_id):  # before decoding: the span is another job's
                         chunk.skipped += 1
                         continue
-                    spans.append(span_of(s, resource, scope_name, trace_id))
+                    spans.append(span_of(s, resource, scope_name, trace_id, scope_version))
                 except BadField as exc:
                     problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True, trace_id=trace_id))

@@ -44,7 +44,7 @@ def _id(raw: bytes, size: int, what: str) -> str:
     return raw.hex()
 
 
-def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
+def span_of(s: Any, resource: dict[str, Any], scope: str = "", scope_version: str = "") -> SpanRecord:
     parent_id = _id(s.parent_span_id, 8, "parent_span_id") if s.parent_span_id else None
     start = s.start_time_unix_nano
     end = s.end_time_unix_nano or start
@@ -72,6 +72,7 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "") -> SpanRecord:
         parent_id is not None and bool(s.flags & _IS_REMOTE),
         KINDS[s.kind],
         scope,
+        scope_version,
     )
 
 
@@ -91,7 +92,7 @@ def decode_message(payload: bytes, chunk: Chunk) -> None:
         for c, ss in enumerate(rs.scope_spans):
             for k, s in enumerate(ss.spans):
                 try:
-                    chunk.add(span_of(s, resource, ss.scope.name))
+                    chunk.add(span_of(s, resource, ss.scope.name, ss.scope.version))
                 except BadField as exc:
                     raw = base64.b64encode(s.SerializeToString()).decode("ascii")
                     chunk.problems.append(Problem(chunk.where, f"resource_spans[{r}].scope_spans[{c}].spans[{k}]: {exc}",

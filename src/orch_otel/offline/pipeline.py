@@ -34,10 +34,10 @@ from typing import IO, Any
 
 import orjson
 
+from ..assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from ..converter import convert
 from ..spans import SpanRecord
 from ..tracefiles import ContentStore
-from .assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from .readers import input_files, read_file
 from .records import Problem
 

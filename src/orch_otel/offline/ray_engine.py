@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 
-from ..spans import SpanRecord
+from ..spans import SpanRecord, to_dump
 from .pipeline import Converted, Options, Outputs, Summary, convert_one, record_converted
 from .readers import read_file
-from .records import Problem, from_dump, to_dump
+from .records import Problem, from_dump
 
 _FILE_SHIFT = 40  # order = file index << 40 | record number within the file
 

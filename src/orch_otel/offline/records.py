@@ -1,29 +1,20 @@
 """What the readers hand the pipeline: span records plus problems, one chunk per
-input line (JSON) or message (protobuf), and the span dump format.
+input line (JSON) or message (protobuf), and the strict span-dump reader.
 
-The span dump format (written by :class:`orch_otel.exporters.span_dump.SpanDumpExporter`,
-and by the durable spool) is :func:`orch_otel.spans.record_to_dict` as one JSON
-object per line::
-
-    {"trace_id": "<32 hex>", "span_id": "<16 hex>", "parent_id": "<16 hex>"|null,
-     "parent_is_remote": false, "name": "...", "start_ns": 1, "end_ns": 2,
-     "status": "unset"|"ok"|"error", "status_message": "", "kind": "internal", "scope": "orch_otel",
-     "attributes": {...}, "events": [[name, time_ns, {attributes}]],
-     "links": [[trace_id, span_id, {attributes}]], "resource": {...}}
-
-Attribute values are JSON values; arrays read back as tuples (as the SDK holds
-them). :func:`from_dump` is the strict reader: every field is type-checked.
+The span dump format is :mod:`orch_otel.spans`'s (:func:`orch_otel.spans.to_dump`
+writes it). :func:`from_dump` reads it from untrusted input: every field is
+type-checked, and arrays read back as tuples (as the SDK holds them).
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..spans import EventRecord, LinkRecord, SpanRecord, record_to_dict
+from ..spans import EventRecord, LinkRecord, SpanRecord, to_dump
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}\Z")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}\Z")
@@ -127,31 +118,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# -- span dump format ----------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
-def _attrs_out(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    return {str(k): _jsonable(v) for k, v in attrs.items()}
-
-
-def to_dump(span: SpanRecord) -> dict[str, Any]:
-    """A span record as a span-dump JSON object (:func:`orch_otel.spans.record_to_dict`, bytes as base64)."""
-    data = record_to_dict(span)
-    for key in ("attributes", "resource"):
-        data[key] = _attrs_out(data[key])
-    data["events"] = [[n, t, _attrs_out(a)] for n, t, a in data["events"]]
-    data["links"] = [[t, s, _attrs_out(a)] for t, s, a in data["links"]]
-    return data
+# -- the span dump reader (the format is orch_otel.spans's) -----------------------------------
 
 
 def _attrs_in(value: Any, what: str) -> dict[str, Any]:
@@ -230,4 +197,5 @@ def from_dump(obj: dict[str, Any]) -> SpanRecord:
         resource=_attrs_in(obj.get("resource"), "resource"),
         kind=kind,
         scope=_str(obj, "scope"),
+        scope_version=_str(obj, "scope_version"),
     )

@@ -22,14 +22,17 @@ Records every ``team.run()`` / ``team.run_stream()`` as exactly one trace:
 
 AutoGen's own spans are suppressed while instrumented (see
 ``docs/autogen.md``); ``instrument(runtime_spans=True)`` keeps its runtime
-messaging spans, parented to the run.
+messaging spans, parented to the run. A runtime given its own
+``tracer_provider`` keeps its runtime spans untouched.
 
     from orch_otel.integrations.autogen import AutoGenInstrumentor
     AutoGenInstrumentor().instrument()
 
 ``orch_otel.instrument()`` does this for you when AutoGen is installed.
 Instrument before a team's first run: AutoGen binds its message handlers when
-the runtime creates the team's agents.
+the runtime creates the team's agents. AutoGen is patched when
+``autogen_agentchat`` is first imported (or at once if it is); instrumenting
+imports no framework.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from ...recorder import Recorder, get_recorder
+from .._lazy import WhenImported
 from ._patch import Patches
 from .package import _instruments
 
@@ -60,16 +64,23 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     ``instrument(tracer_provider=None, runtime_spans=False)``: spans go through
     orch-otel's recorder (or a recorder on ``tracer_provider``); with
     ``runtime_spans=True`` AutoGen's runtime messaging spans are kept inside
-    the run's trace instead of being suppressed.
+    the run's trace instead of being suppressed. Either way, a runtime given
+    its own ``tracer_provider`` (not the global one, not this one) keeps its
+    runtime spans exactly as AutoGen makes them.
     """
 
     _patches: Patches | None = None
+    _pending: WhenImported | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        # The frameworks are imported only here, after the dependency check.
+        self._pending = WhenImported("autogen_agentchat", lambda: self._patch_autogen(**kwargs), "AutoGen")
+        self._pending.start()
+
+    def _patch_autogen(self, **kwargs: Any) -> None:
+        # The frameworks are imported only here: on their first import, after the dependency check.
         from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
         from autogen_agentchat.base import Response, TaskResult, Team
         from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
@@ -140,9 +151,13 @@ class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         # AutoGen's built-in spans.
         for module, name in _builtin.GENAI_SPAN_SITES:
             patches.wrap(importlib.import_module(module), name, _builtin.suppress)
-        patches.wrap(TraceHelper, "trace_block", _builtin.runtime_span_wrapper(bool(kwargs.get("runtime_spans"))))
+        patches.wrap(TraceHelper, "trace_block", _builtin.runtime_span_wrapper(
+            bool(kwargs.get("runtime_spans")), kwargs.get("tracer_provider")))
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.cancel()
         if self._patches is not None:
             self._patches.remove()
             self._patches = None

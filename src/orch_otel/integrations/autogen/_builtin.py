@@ -10,7 +10,9 @@
   **suppressed** by default: about 35 spans per short run, each carrying the
   full serialized message. With ``runtime_spans=True`` they are **adopted**:
   kept, and parented to the run they belong to (found by team id), so they
-  join the run's trace even on a user-supplied runtime.
+  join the run's trace even on a user-supplied runtime. Both apply only to a
+  runtime tracing to the global provider or orch-otel's: a runtime given its
+  own ``tracer_provider`` keeps its spans exactly as AutoGen makes them.
 
 MCP workbench tools are not patched: their ``execute_tool`` span is the only
 span of such a call and already carries the GenAI tool attributes.
@@ -85,5 +87,24 @@ def adopt_runtime_span(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> A
     return _InRun(state.ctx, wrapped(*args, **kwargs))
 
 
-def runtime_span_wrapper(adopt: bool) -> Callable[..., Any]:
-    return adopt_runtime_span if adopt else suppress
+def traces_to_us(helper: Any, own_provider: Any) -> bool:
+    """Whether a ``TraceHelper`` traces to the global provider (AutoGen's default
+    when a runtime is given none; the proxy if it was built before one was set)
+    or to orch-otel's own, rather than to a provider the app gave its runtime."""
+    provider = getattr(helper, "tracer_provider", None)
+    if provider is None or isinstance(provider, trace.ProxyTracerProvider):
+        return True
+    return provider is trace.get_tracer_provider() or (own_provider is not None and provider is own_provider)
+
+
+def runtime_span_wrapper(adopt: bool, own_provider: Any = None) -> Callable[..., Any]:
+    """``TraceHelper.trace_block``: suppressed (or adopted) on the global or
+    orch-otel's provider, untouched on the app's own."""
+    handle = adopt_runtime_span if adopt else suppress
+
+    def runtime_span(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        if not traces_to_us(instance, own_provider):
+            return wrapped(*args, **kwargs)
+        return handle(wrapped, instance, args, kwargs)
+
+    return runtime_span

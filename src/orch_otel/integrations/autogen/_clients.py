@@ -2,9 +2,10 @@
 ``ChatCompletionClient`` class (``ReplayChatCompletionClient`` included).
 
 Client classes are patched where they define the method, once per class:
-those already imported at ``instrument()`` time, and any other class the first
-time a run meets one of its instances (so clients imported after
-``instrument()`` are covered too). A client that wraps another (for example
+those already imported when AutoGen is patched (``instrument()``, or the
+first import of ``autogen_agentchat`` after it), and any other class the
+first time a run meets one of its instances (so clients imported later are
+covered too). A client that wraps another (for example
 ``ChatCompletionCache``) gives one chat span, not two.
 """
 
@@ -16,8 +17,8 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ...content import function_tool
 from ...recorder import Recorder
+from ...vocabulary import function_tool
 from ._patch import Patches
 from ._state import LLM_KEY, arg, telemetry_failed
 

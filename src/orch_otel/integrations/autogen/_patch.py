@@ -9,6 +9,8 @@ from typing import Any
 
 import wrapt
 
+from ...faults import log_fault
+
 _log = logging.getLogger(__name__)
 
 _MISSING = object()
@@ -28,7 +30,7 @@ class Patches:
             own = vars(owner).get(name, _MISSING)
             wrapt.wrap_function_wrapper(owner, name, wrapper)
         except Exception:  # a changed framework must not break the host
-            _log.warning("orch-otel: could not patch %r.%s", owner, name, exc_info=True)
+            log_fault(_log, logging.WARNING, "orch-otel: could not patch %r.%s", owner, name)
             return False
         self._applied.append((owner, name, own))
         return True
@@ -45,4 +47,4 @@ class Patches:
                 else:
                     setattr(owner, name, own)
             except Exception:
-                _log.debug("orch-otel: could not unpatch %r.%s", owner, name, exc_info=True)
+                log_fault(_log, logging.DEBUG, "orch-otel: could not unpatch %r.%s", owner, name)

@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ...faults import log_fault
 from ...recorder import Invocation
 
 _log = logging.getLogger("orch_otel.integrations.autogen")
@@ -108,4 +109,4 @@ def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, de
 
 def telemetry_failed(where: str) -> None:
     """Telemetry never raises into the host: note the failure and go on."""
-    _log.debug("orch-otel: AutoGen hook %s failed; not recorded", where, exc_info=True)
+    log_fault(_log, logging.DEBUG, "orch-otel: AutoGen hook %s failed; not recorded", where)

@@ -12,10 +12,12 @@ per run of the example apps.
 
 How: a LangChain callback handler injected into every callback manager with
 ``langchain_core.tracers.context.register_configure_hook`` (no callback
-manager is patched), plus a wrap of LangGraph's per-step context copy so
+manager is patched but one: see below), plus a wrap of LangGraph's per-step context copy so
 spans started inside a node nest under it (``_context.py``), and a wrap of
 ``Pregel._defaults`` that tells the handler which compiled graph a run is, so
-routing decisions resolve path maps and know their options (``_graphs.py``).
+routing decisions resolve path maps and know their options (``_graphs.py``),
+and a wrap of ``AsyncCallbackManager.on_llm_start`` so the inline handler does
+not hide completion LLMs' starts from the app's other handlers (``_llm_start.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from ...recorder import HANDOFF, INTERRUPTED, OK, Recorder, get_recorder
+from .._lazy import WhenImported
 from .package import _instruments
 
 __all__ = ["LangGraphInstrumentor"]
@@ -40,24 +43,35 @@ class LangGraphInstrumentor(BaseInstrumentor):
 
     ``instrument(tracer_provider=...)`` uses that provider (default: the
     recorder set by ``orch_otel.instrument()``, else the global provider).
+    LangGraph is patched when ``langgraph.pregel`` (which every graph, prebuilt
+    agent and ``@entrypoint`` uses) is first imported, or at once if it is;
+    ``instrument()`` itself imports no framework.
     """
 
     _handler: Any = None
     _hook_var: ContextVar[Any] | None = None
     _patch: Any = None
     _graph_patch: Any = None
+    _llm_start_patch: Any = None
     _control_flow: tuple[type[BaseException], ...] = ()
+    _pending: WhenImported | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
+        # langgraph is a namespace package (no module body to hook); langgraph.pregel is the first real one.
+        self._pending = WhenImported("langgraph.pregel", lambda: self._patch_langgraph(**kwargs), "LangGraph")
+        self._pending.start()
+
+    def _patch_langgraph(self, **kwargs: Any) -> None:
         from langchain_core.tracers.context import register_configure_hook
         from langgraph.errors import GraphBubbleUp, GraphInterrupt, ParentCommand
 
         from ._context import ContextPatch
         from ._graphs import GraphPatch
         from ._handler import OrchestrationHandler
+        from ._llm_start import LlmStartPatch
 
         provider = kwargs.get("tracer_provider")
         recorder = None
@@ -67,20 +81,26 @@ class LangGraphInstrumentor(BaseInstrumentor):
         # A ContextVar whose *default* is the handler is seen by every thread and
         # every context: the hook adds the handler to each callback manager that
         # LangChain configures (graph, node, tool, model), deduplicated by identity.
-        hook_var: ContextVar[Any] = ContextVar("orch_otel_langgraph_handler", default=handler)
-        register_configure_hook(hook_var, inheritable=True)
-        patch = ContextPatch(handler.enter_run_context)
-        patch.apply()
-        graph_patch = GraphPatch(handler.note_graph)
-        graph_patch.apply()
+        # Each piece is kept as soon as it is in place: uninstrument() undoes a part-way failure too.
+        self._handler = handler
+        self._hook_var = ContextVar("orch_otel_langgraph_handler", default=handler)
+        register_configure_hook(self._hook_var, inheritable=True)
+        self._patch = ContextPatch(handler.enter_run_context)
+        self._patch.apply()
+        self._graph_patch = GraphPatch(handler.note_graph)
+        self._graph_patch.apply()
+        self._llm_start_patch = LlmStartPatch(OrchestrationHandler)
+        self._llm_start_patch.apply()
         control_flow = [(ParentCommand, HANDOFF), (GraphInterrupt, INTERRUPTED), (GraphBubbleUp, OK)]
+        self._control_flow = tuple(exc for exc, _ in control_flow)
         for recorder_ in {id(r): r for r in (get_recorder(), recorder) if r is not None}.values():
             for exc_type, outcome in control_flow:
                 recorder_.register_control_flow(exc_type, outcome)
-        self._handler, self._hook_var, self._patch, self._graph_patch = handler, hook_var, patch, graph_patch
-        self._control_flow = tuple(exc for exc, _ in control_flow)
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None and not pending.cancel():
+            return  # LangGraph was never patched (and must not be imported now)
         from langchain_core.tracers import context as lc_context
 
         handler, hook_var, patch = self._handler, self._hook_var, self._patch
@@ -96,8 +116,10 @@ class LangGraphInstrumentor(BaseInstrumentor):
             patch.undo()
         if self._graph_patch is not None:
             self._graph_patch.undo()
+        if self._llm_start_patch is not None:
+            self._llm_start_patch.undo()
         recorder = get_recorder()
         for exc_type in self._control_flow:
             recorder.unregister_control_flow(exc_type)
-        self._handler = self._hook_var = self._patch = self._graph_patch = None
+        self._handler = self._hook_var = self._patch = self._graph_patch = self._llm_start_patch = None
         self._control_flow = ()

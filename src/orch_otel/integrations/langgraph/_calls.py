@@ -15,13 +15,12 @@ from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ...faults import log_fault
 from ...recorder import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK, Recorder
 from . import _extract as ex
-from ._runs import CALLS_LLM, LLM, NODE, TOOL, WORKFLOW, Run
+from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run
 
 _log = logging.getLogger(__name__)
-
-SYSTEM = "langgraph"
 
 # The run whose private context (LangGraph's per-step context copy) is current.
 private_run: ContextVar[Run | None] = ContextVar("orch_otel_langgraph_run", default=None)
@@ -74,7 +73,7 @@ class CallsMixin:
                 tool_type="function",
             ).start(attach=False, parent=context)
         except Exception:
-            _log.debug("orch-otel: langgraph on_tool_start failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_tool_start failed")
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         run = self._runs.pop(run_id, None)
@@ -87,7 +86,7 @@ class CallsMixin:
                 run.inv.set_result(ex.tool_output(output))  # type: ignore[attr-defined]
             run.inv.end()
         except Exception:
-            _log.debug("orch-otel: langgraph on_tool_end failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_tool_end failed")
 
     def _tool_handoff(self, run: Run, command: Any) -> None:
         names, _ = ex.goto_targets(command.goto)
@@ -120,7 +119,7 @@ class CallsMixin:
                 run.root.interrupted = True
             run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
         except Exception:
-            _log.debug("orch-otel: langgraph tool or model call error handling failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph tool or model call error handling failed")
 
     # -- model calls --------------------------------------------------------------------------
 
@@ -158,7 +157,7 @@ class CallsMixin:
             run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view,
                                    tool_definitions=tools).start(attach=False, parent=context)
         except Exception:
-            _log.debug("orch-otel: langgraph llm start failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph llm start failed")
 
     def _promote_llm_node(self, parent: Run) -> None:
         """A node that calls a model is an agent (unless it is a prebuilt agent's own step)."""
@@ -195,7 +194,7 @@ class CallsMixin:
                                  response_model=model)
             run.inv.end()
         except Exception:
-            _log.debug("orch-otel: langgraph on_llm_end failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_llm_end failed")
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:

@@ -5,7 +5,8 @@ and runs inline (``run_inline``), so under asyncio its methods run in the
 event-loop thread in callback order. The span tree is built only from
 ``run_id`` / ``parent_run_id``; the handler never attaches or detaches the
 ambient OpenTelemetry context (see ``_context.py`` for how code inside a node
-sees the node's span).
+sees the node's span). Being inline would hide async completion LLMs' starts
+from the app's other handlers in langchain-core; ``_llm_start.py`` keeps them.
 
 Every callback does O(1) work (plus a walk up the few open ancestors of the
 run); control flow (``ParentCommand`` handoffs, ``GraphInterrupt``) is
@@ -29,6 +30,7 @@ from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
 
+from ...faults import log_fault
 from ...recorder import (
     ERROR,
     HANDOFF,
@@ -52,6 +54,7 @@ from ._runs import (
     ROUTER,
     SEND,
     SUBGRAPH,
+    SYSTEM,
     WORKFLOW,
     Run,
     has_step_tag,
@@ -62,7 +65,6 @@ from ._runs import (
 
 _log = logging.getLogger(__name__)
 
-SYSTEM = "langgraph"
 _MAX_INTERRUPTED = 10_000
 
 class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
@@ -97,7 +99,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         try:
             self._chain_start(inputs, run_id, parent_run_id, tags, metadata or {}, kwargs.get("name"), serialized)
         except Exception:
-            _log.debug("orch-otel: langgraph on_chain_start failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_start failed")
 
     def _chain_start(self, inputs: Any, run_id: UUID, parent_run_id: UUID | None, tags: list[str] | None,
                      md: dict[str, Any], name: Any, serialized: Any) -> None:
@@ -229,7 +231,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             elif run.inv is not None:
                 run.inv.end()
         except Exception:
-            _log.debug("orch-otel: langgraph on_chain_end failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_end failed")
 
     def _node_end(self, run: Run, outcome: str = OK, error: BaseException | None = None) -> None:
         if run.inv is not None:
@@ -256,7 +258,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 else:
                     run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
         except Exception:
-            _log.debug("orch-otel: langgraph on_chain_error failed", exc_info=True)
+            log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_error failed")
 
     def _handoff(self, run: Run, error: BaseException) -> None:
         """A ``Command(graph=PARENT)`` travelling up: record the delegation once, at its origin."""

@@ -30,6 +30,7 @@ OTHER, GRAPH, NODE, ROUTER, TOOL, LLM = range(6)
 # Why a node or graph run owns an agent span.
 SEND, SUBGRAPH, CALLS_LLM, WORKFLOW = "send", "subgraph", "llm", "workflow"
 
+SYSTEM = "langgraph"  # the orch.system of every run this integration records
 GRAPH_INTEGRATIONS = frozenset({"langgraph", "langchain_create_agent"})
 CREATE_AGENT = "langchain_create_agent"
 DEFAULT_GRAPH_NAME = "LangGraph"

@@ -1,0 +1,34 @@
+"""What the capture benchmark measures: each suite's instrumentation
+configurations and apps, how the report names them, and the peer packages
+they need. Plain data, imported by the worker processes
+(:mod:`benchmarks._worker`), the driver that runs them
+(:mod:`benchmarks.capture`) and the report (:mod:`benchmarks.report`).
+"""
+
+from __future__ import annotations
+
+# Configurations per suite, in the order they alternate within a round.
+SUITES = {
+    "langgraph": ("none", "callbacks_only", "sdk_spans", "orch_otel", "openinference", "openllmetry"),
+    "autogen": ("none", "builtin", "orch_otel", "openinference"),
+}
+APPS = {"langgraph": ("supervisor", "fanout8"), "autogen": ("round_robin", "swarm")}
+LABELS = {
+    "none": "none (uninstrumented)",
+    "orch_otel": "orch-otel `instrument()` (trace files)",
+    "openinference": "OpenInference",
+    "openllmetry": "OpenLLMetry",
+    "builtin": "AutoGen built-in tracing",
+    "callbacks_only": "LangChain callbacks only (no-op handler)",
+    "sdk_spans": "bare SDK spans via a minimal handler (in-app floor)",
+}
+UNTRACED = ("none", "callbacks_only")  # reference configurations that record nothing
+
+# The peers' instrumentor modules and their distributions (the benchmark venv only).
+PEERS = {
+    "openinference.instrumentation.langchain": "openinference-instrumentation-langchain",
+    "openinference.instrumentation.autogen_agentchat": "openinference-instrumentation-autogen-agentchat",
+    "opentelemetry.instrumentation.langchain": "opentelemetry-instrumentation-langchain",
+}
+PACKAGES = ("orch-otel", "langgraph", "langchain-core", "langchain", "autogen-agentchat", "autogen-core",
+            "autogen-ext", "opentelemetry-sdk", *PEERS.values())

@@ -1,0 +1,81 @@
+"""Instrument a framework when the app imports it, not before.
+
+``instrument()`` (and ``opentelemetry-instrument``) run in processes that may
+never use LangGraph or AutoGen; importing them there costs most of a second
+and loads ``pydantic.v1``. So an instrumentor patches its framework at once
+only if the framework is already imported; otherwise it registers a wrapt
+post-import hook that patches on the first import, right after the
+framework's module body ran and before the importing code gets any name from
+it (class and module attribute patches need nothing earlier).
+
+The hook runs inside the app's import statement, so it never raises: a fault
+is logged (type name only) and the framework stays uninstrumented. wrapt
+cannot take a hook back, so ``cancel()`` marks it inert instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from types import ModuleType
+
+import wrapt
+
+from ..faults import log_fault
+
+_log = logging.getLogger(__name__)
+
+PENDING, APPLIED, FAILED, CANCELLED = "pending", "applied", "failed", "cancelled"
+
+
+class WhenImported:
+    """Run ``apply`` exactly once: now if ``module`` is imported, else on its
+    first import; ``cancel()`` stops a pending run. ``what`` names the
+    framework in log lines."""
+
+    def __init__(self, module: str, apply: Callable[[], None], what: str) -> None:
+        self.module = module
+        self._apply = apply
+        self._what = what
+        self._lock = threading.Lock()
+        self.state = PENDING
+
+    def start(self) -> None:
+        """Apply now if the module is imported (a fault raises to the caller,
+        as an eager ``instrument()`` does), else wait for its import."""
+        if self.module in sys.modules:
+            with self._lock:
+                if self.state != PENDING:
+                    return
+                try:
+                    self._apply()
+                except BaseException:
+                    self.state = FAILED
+                    raise
+                self.state = APPLIED
+            return
+        # wrapt calls the hook at once if another thread imported it meanwhile.
+        wrapt.register_post_import_hook(self._on_import, self.module)
+
+    def cancel(self) -> bool:
+        """Stop a pending hook; True if ``apply`` had already run, even if it
+        failed part way (then the caller undoes what it did). Waits for an
+        ``apply`` in progress."""
+        with self._lock:
+            if self.state == PENDING:
+                self.state = CANCELLED
+            return self.state in (APPLIED, FAILED)
+
+    def _on_import(self, module: ModuleType) -> None:
+        try:
+            with self._lock:
+                if self.state != PENDING:
+                    return
+                self.state = FAILED  # unless apply returns
+                self._apply()
+                self.state = APPLIED
+        except Exception:  # the app's import must succeed whatever happens here
+            log_fault(_log, logging.WARNING, "orch-otel: could not instrument %s on its import; it is not traced",
+                      self._what)
