@@ -34,6 +34,7 @@ from suites import SUITES, Suite  # noqa: E402
 
 # the user's own telemetry settings must not reach either run
 _DROPPED_ENV_PREFIXES = ("OTEL_", "ORCH_OTEL_", "PYTEST_ADDOPTS", "ORCH_HOST_")
+_ALSO_PINNED = ("langgraph", "langchain", "autogen-ext", "opentelemetry-api", "opentelemetry-sdk")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,15 +54,19 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown suite(s): {', '.join(sorted(unknown))}; known: {', '.join(s.name for s in SUITES)}")
         return 2
-    versions = _installed_versions(project_python, [s.dist for s in suites])
-    host_versions = _installed_versions(hosts_python, [s.dist for s in suites])
-    failures: list[str] = []
+    # the suites' own versions, and the libraries their tests run on
+    dists = sorted({s.dist for s in suites} | set(_ALSO_PINNED))
+    versions = _installed_versions(project_python, dists)
+    host_versions = _installed_versions(hosts_python, dists)
+    failures = [f"{dist}: .venv-hosts has {host_versions[dist]}, the project's venv {versions[dist]} (rerun with --setup)"
+                for dist in dists if host_versions[dist] != versions[dist]]
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    print("versions (the same in both venvs): " + ", ".join(f"{dist} {versions[dist]}" for dist in dists))
     started = time.monotonic()
     for suite in suites:
         version = versions[suite.dist]
-        if host_versions[suite.dist] != version:
-            failures.append(f"{suite.name}: .venv-hosts has {host_versions[suite.dist]}, the project's venv {version} (rerun with --setup)")
-            continue
         suite_start = time.monotonic()
         problems = _run_suite(suite, version, hosts_python, work, args.per_test_timeout)
         print(f"   ({time.monotonic() - suite_start:.0f} s)")
