@@ -44,7 +44,7 @@ def executor(task: str, attempt: int) -> float:
 @orch_otel.agent(role="critic")
 def critic(answer: float) -> bool:
     verdict = answer == 42.0
-    orch_otel.message({"approved": verdict}, to="planner", message_type="review")
+    orch_otel.message({"approved": verdict}, recipients="planner", message_type="review")
     return verdict
 
 

@@ -59,3 +59,34 @@ def test_ray_content_errors_reach_the_driver(ray_runtime, tmp_path):
     record(tmp_path / "refs", standard_runs()[:1], capture=False)
     with pytest.raises(ContentMissing, match="needs captured content"):
         build([tmp_path / "refs"], tmp_path / "out", Config(view="chat"), engine="ray", strict=True)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ray_bad") / "traces"
+    return folder, record(folder, standard_runs()[:2], capture=True)
+
+
+@pytest.mark.parametrize("case", ["duplicates", "deep content", "bad field"])
+def test_ray_drops_duplicates_and_rejects_bad_traces_as_local_does(ray_runtime, two_runs, tmp_path, case):
+    from test_bad_input import deep_content_inputs, duplicated_inputs
+
+    src, traces = two_runs
+    folder = tmp_path / "in"
+    if case == "duplicates":
+        duplicated_inputs(src, traces, folder)
+    elif case == "deep content":
+        deep_content_inputs(src, traces, folder)
+    else:
+        folder.mkdir()
+        bad = {**traces[0], "events": [{**traces[0]["events"][0], "options": 7}, *traces[0]["events"][1:]]}
+        (folder / "traces-x.jsonl").write_text(json.dumps(bad) + "\n" + json.dumps(traces[1]) + "\n")
+    local = build([folder], tmp_path / "local", Config(view="decisions"))
+    remote = build([folder], tmp_path / "ray", Config(view="decisions"), engine="ray")
+    assert local.rejects >= 1 and local.rows_written > 0
+    if case == "duplicates":
+        assert (local.duplicates, local.conflicting_duplicates) == (2, 1)
+    for name in ("decisions.jsonl", "decisions.rejects.jsonl"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert {**remote.to_dict(), "engine": "local", "output": "", "rejects_path": ""} == {
+        **local.to_dict(), "output": "", "rejects_path": ""}

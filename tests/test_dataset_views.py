@@ -310,7 +310,7 @@ def test_steps_of_same_named_parallel_agents_go_to_their_own_invocation():
     {"name": "add", "description": "Add.", "input_schema": {"type": "object"}},  # Anthropic, as ChatAnthropic binds
 ])
 def test_offered_tools_read_every_bound_form(tmp_path, recorded_form):
-    from orch_otel.datasets import ContentStore
+    from orch_otel.datasets.reader import ContentStore
     from orch_otel.datasets.views import offered_tools
 
     text = json.dumps([recorded_form, {"description": "no name: left out"}])

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 from .spans import SpanRecord
 
+__all__ = ["Released", "StreamAssembler"]
+
 ADDED, DUPLICATE, CONFLICT, LATE = 0, 1, 2, 3
 
 

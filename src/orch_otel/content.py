@@ -20,6 +20,8 @@ import orjson
 from . import env
 from .redaction import redact_secrets
 
+__all__ = ["Content", "ContentPolicy"]
+
 _log = logging.getLogger(__name__)
 
 Redactor = Callable[[str], str]

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 
+from ._renamed import renamed_keyword
 from .faults import guarded
 from .invocation import Invocation, LLMInvocation, current_agent
 from .recorder import NOT_RECORDING, get_recorder
@@ -264,7 +265,7 @@ def llm_call(model: str, *, provider: str | None = None, input_messages: Any = N
 
 @guarded
 def _llm_call(model: str, provider: str | None, input_messages: Any, tools: Any) -> LLMInvocation:
-    return get_recorder().llm(model, provider=provider, input_messages=input_messages, tool_definitions=tools)
+    return get_recorder().llm(model, provider=provider, input_messages=input_messages, tools=tools)
 
 
 @guarded
@@ -281,10 +282,14 @@ def delegate(target: str | Sequence[str], *, options: Iterable[str] | None = Non
 
 
 @guarded
-def message(content: Any = None, *, to: str | Iterable[str], sender: str | None = None,
-            message_type: str | None = None) -> None:
-    """Record a message from the current agent (or ``sender``) to ``to``."""
-    get_recorder().message(content, recipients=to, sender=sender, message_type=message_type)
+def message(content: Any = None, *, recipients: str | Iterable[str] | None = None, sender: str | None = None,
+            message_type: str | None = None, **renamed: Any) -> None:
+    """Record a message from the current agent (or ``sender``) to ``recipients``
+    (``to=`` is their deprecated name)."""
+    recipients = renamed_keyword("orch_otel.message", renamed, "to", "recipients", recipients)
+    if recipients is None:
+        raise TypeError("orch_otel.message() needs recipients=")
+    get_recorder().message(content, recipients=recipients, sender=sender, message_type=message_type)
 
 
 @guarded
@@ -294,16 +299,17 @@ def aggregate(content: Any = None, *, sources: Iterable[str] | None = None) -> N
 
 
 @guarded
-def stop(reason: str = StopReason.END, *, content: Any = None, forced: bool = False) -> None:
-    """Record the decision to stop the run, with its reason; ``forced`` when a
+def stop(reason: str = StopReason.END, *, content: Any = None, source: str | None = None, forced: bool = False) -> None:
+    """Record the decision to stop the run, with its reason and, when known, the
+    condition or component that decided it (``source``); ``forced`` when a
     limit (turns, tokens, time, recursion), not a choice, ended it."""
-    get_recorder().stop(reason, content=content, forced=forced)
+    get_recorder().stop(reason, content=content, source=source, forced=forced)
 
 
 @guarded
-def human_intervention(content: Any = None) -> None:
-    """Record a human's input into the run."""
-    get_recorder().human_intervention(content)
+def human_intervention(content: Any = None, *, resume_of: str | None = None) -> None:
+    """Record a human's input into the run (``resume_of``: the interrupted trace it resumes)."""
+    get_recorder().human_intervention(content, resume_of=resume_of)
 
 
 @guarded

@@ -51,7 +51,7 @@ def writer(notes: str) -> str:
 @oo.agent("critic", role="critic")
 def critic(draft: str) -> bool:
     _chat("critic", f"review: {draft}")
-    oo.message("approved", to="lead", message_type="review")
+    oo.message("approved", recipients="lead", message_type="review")
     return True
 
 
@@ -63,7 +63,7 @@ async def lead(question: str) -> str:
     notes = await asyncio.gather(*(make_researcher(t)(question) for t in TOPICS))
     oo.aggregate("\n".join(notes), sources=names)
     oo.delegate("writer", options=["writer", "critic"])
-    oo.message("draft the report", to="writer", message_type="task")
+    oo.message("draft the report", recipients="writer", message_type="task")
     draft = writer("\n".join(notes))
     oo.delegate("critic", options=["writer", "critic"])
     approved = critic(draft)

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat
 
 from .vocabulary import Channel, DecisionKind, EdgeKind, EventKind, Status, Topology
 
+__all__ = ["Costs", "Edge", "Event", "Trace", "json_schema"]
+
 if TYPE_CHECKING:  # a Literal built from the enums at run time is opaque to a type checker: plain strings there
     EventType = str
     EdgeType = str

@@ -22,6 +22,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from ._renamed import renamed_keyword
 from ._version import __version__
 from .content import ContentPolicy
 from .faults import is_strict
@@ -175,15 +176,18 @@ class Recorder:
         *,
         provider: str | None = None,
         input_messages: Any = None,
-        tool_definitions: Any = None,
+        tools: Any = None,
         attributes: dict[str, Any] | None = None,
+        **renamed: Any,
     ) -> LLMInvocation:
         """An LLM call (``chat {model}``). Report usage with ``set_response``.
-        ``tool_definitions``: the tools offered to the model (content, like the prompt)."""
+        ``tools``: the tool definitions offered to the model (content, like the
+        prompt); ``tool_definitions=`` is their deprecated name."""
+        tools = renamed_keyword("Recorder.llm", renamed, "tool_definitions", "tools", tools)
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.CHAT.value, Attr.REQUEST_MODEL: model}
         put(attrs, Attr.PROVIDER, provider)
         content_into(attrs, self.content, input_messages, Attr.INPUT_REF, Attr.INPUT_MESSAGES)
-        content_into(attrs, self.content, tool_definitions, Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS)
+        content_into(attrs, self.content, tools, Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS)
         if attributes:
             attrs.update(attributes)
         return LLMInvocation(self, f"chat {model}", attrs)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+__all__ = ["REDACTED", "REMOVES", "redact_secrets"]
+
 REDACTED = "[REDACTED]"
 
 # What redact_secrets removes, in the words the docs use.

@@ -14,6 +14,17 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+__all__ = [
+    "EventRecord",
+    "LinkRecord",
+    "SpanRecord",
+    "from_readable_span",
+    "record_from_dict",
+    "record_to_dict",
+    "to_dump",
+    "to_readable_span",
+]
+
 
 @dataclass(slots=True)
 class EventRecord:

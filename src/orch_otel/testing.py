@@ -20,6 +20,8 @@ from .configure import global_provider
 from .converter import Conversion, convert
 from .spans import SpanRecord, from_readable_span
 
+__all__ = ["Captured", "capture", "ensure_sdk_provider"]
+
 
 class Captured:
     """Spans that ended while a capture was active."""

@@ -19,7 +19,19 @@ from typing import Any
 
 import orjson
 
+__all__ = ["load_contents"]
+
 TRACE_GLOB = "*.jsonl"
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: some editors and Windows tools start text files with it
+
+
+def numbered_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a file opened in binary mode; a byte order mark
+    before the first line is dropped (JSON parsers refuse it)."""
+    for lineno, raw in enumerate(handle, start=1):
+        if lineno == 1 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        yield lineno, raw
 
 
 class LineFile:
@@ -143,7 +155,8 @@ class TraceWriter:
 
 def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The trace files named by ``paths`` (files, or directories searched for
-    ``*.jsonl`` outside their ``content/`` store), in a stable order."""
+    ``*.jsonl`` outside their ``content/`` store), in a stable order; a file
+    named twice (or also found in a named directory) is listed once."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -151,7 +164,14 @@ def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             found.extend(sorted(p for p in path.rglob(TRACE_GLOB) if "content" not in p.relative_to(path).parts[:-1]))
         else:
             found.append(path)
-    return found
+    seen: set[Path] = set()
+    unique = []
+    for path in found:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 @dataclass
@@ -165,7 +185,7 @@ class Line:
 def read_lines(path: Path) -> Iterator[Line]:
     """Each non-empty line of a trace file, parsed, or with the parse error."""
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw in numbered_lines(handle):
             if not raw.strip():
                 continue
             try:

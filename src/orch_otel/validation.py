@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema_rs
 from jsonschema import Draft202012Validator
 
+from .jsonvalues import MAX_NESTING, too_deep
 from .models import json_schema
 from .vocabulary import DecisionKind, EventKind
 
@@ -44,8 +45,11 @@ def schema_errors(trace: dict[str, Any]) -> list[str]:
             return []
     except ValueError:  # a value JSON has no type for (bytes, non-string keys): the full check reports it
         pass
-    errors = sorted(_validator().iter_errors(trace), key=lambda e: list(map(str, e.absolute_path)))
-    return [f"{_where(e.absolute_path)}: {e.message}" for e in errors]
+    try:
+        errors = sorted(_validator().iter_errors(trace), key=lambda e: list(map(str, e.absolute_path)))
+        return [f"{_where(e.absolute_path)}: {e.message}" for e in errors]
+    except RecursionError:  # jsonschema recurses into the value to describe it: say where it is too deep instead
+        return [too_deep(trace) or f"nested more than {MAX_NESTING} levels deep"]
 
 
 _NEEDS = {

@@ -11,6 +11,21 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+__all__ = [
+    "Attr",
+    "Channel",
+    "DecisionKind",
+    "EdgeKind",
+    "EventKind",
+    "Operation",
+    "RewardUnit",
+    "SpanEvent",
+    "Status",
+    "StopReason",
+    "Topology",
+    "function_tool",
+]
+
 
 class _StrEnum(str, Enum):
     def __str__(self) -> str:  # "spawn", not "DecisionKind.SPAWN"

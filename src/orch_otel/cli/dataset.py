@@ -115,6 +115,10 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("traces read", str(summary.traces_read))
     table.add_row(f"rows written ({summary.view})", str(summary.rows_written))
     table.add_row("rejected lines", str(summary.rejects) + (f" -> {summary.rejects_path}" if summary.rejects else ""))
+    if summary.duplicates or summary.conflicting_duplicates:
+        table.add_row("duplicate traces dropped", f"{summary.duplicates + summary.conflicting_duplicates} (first copy kept)"
+                      + (f"; {summary.conflicting_duplicates} differ: in the rejects file"
+                         if summary.conflicting_duplicates else ""))
     if summary.traces_skipped:
         ids = summary.skipped_trace_ids
         table.add_row("traces skipped (no captured content)",

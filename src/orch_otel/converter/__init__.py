@@ -25,10 +25,10 @@ from ._builder import _END, _Builder
 from ._edges import costs_and_metrics, edges
 from ._instances import assign_instances, number_instances
 from ._spawns import cover_spawns
-from ._values import DEFAULT_ACTOR, _put, _seconds
+from ._values import _put, _seconds
 from .topology import infer_topology
 
-__all__ = ["DEFAULT_ACTOR", "Conversion", "convert"]
+__all__ = ["Conversion", "convert"]
 
 _START = attrgetter("start_ns")
 _TOPOLOGIES = frozenset(t.value for t in Topology)

@@ -9,38 +9,27 @@ Importing this package needs no optional dependency; ``parquet`` / ``hf``
 need ``orch-otel[datasets]`` and ``engine="ray"`` needs ``orch-otel[ray]``.
 """
 
-from .analysis import VIEWS, Config, Prepared, prepare
-from .credit import STRATEGIES, UNITS, Credit
-from .engine import ENGINES, Summary, build, process_line
-from .metrics import compute_metrics, count_steps
-from .reader import BadTrace, ContentStore, RawLine, iter_raw_lines, parse_trace
+from .analysis import VIEWS, Config
+from .credit import STRATEGIES, UNITS
+from .engine import ENGINES, AllRejected, NoTraces, Summary, build
 from .rewards import OutcomeError, Outcomes, RewardSpec, RewardSpecError
 from .views import ContentMissing
 from .writers import FORMATS
 
 __all__ = [
-    "BadTrace",
-    "Config",
-    "ContentMissing",
-    "ContentStore",
-    "Credit",
     "ENGINES",
     "FORMATS",
-    "OutcomeError",
-    "Outcomes",
-    "Prepared",
-    "RawLine",
-    "RewardSpec",
-    "RewardSpecError",
     "STRATEGIES",
-    "Summary",
     "UNITS",
     "VIEWS",
+    "AllRejected",
+    "Config",
+    "ContentMissing",
+    "NoTraces",
+    "OutcomeError",
+    "Outcomes",
+    "RewardSpec",
+    "RewardSpecError",
+    "Summary",
     "build",
-    "compute_metrics",
-    "count_steps",
-    "iter_raw_lines",
-    "parse_trace",
-    "prepare",
-    "process_line",
 ]

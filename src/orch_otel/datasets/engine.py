@@ -7,6 +7,7 @@ outputs are identical."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 
 from .analysis import VIEWS, Config, prepare
-from .reader import BadTrace, ContentStore, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
+from .reader import BadTrace, ContentStore, LineLookup, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
 from .rewards import OutcomeError, unknown_reward_terms
 from .schema import columns
 from .views import BUILDERS, ContentMissing
@@ -45,6 +46,8 @@ class Summary:
     rows_written: int = 0
     rejects: int = 0
     rejects_path: str | None = None
+    duplicates: int = 0  # later copies of a trace id already read, identical to the first: dropped
+    conflicting_duplicates: int = 0  # later copies that differ from the first: dropped, and kept in the rejects file
     unknown_outcomes: list[str] = field(default_factory=list)
     traces_skipped: int = 0  # chat / triplets: traces whose LLM calls have no captured content
     skipped_trace_ids: list[str] = field(default_factory=list)
@@ -61,21 +64,49 @@ def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str
         trace = parse_trace(line, validate=config.validate)
     except BadTrace as exc:
         return {**base, "reject": str(exc), "line": line.raw.decode("utf-8", "replace")}
+    except RecursionError:  # the checks bound nesting: this is a backstop, never a crash
+        return {**base, "reject": "nested too deeply to check", "line": line.raw.decode("utf-8", "replace")}
     try:
         prepared = prepare(trace, config)
         rows = BUILDERS[config.view](prepared, config, store)
     except ContentMissing as exc:
-        return {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "missing_content": str(exc)}
+        return {**base, **_identity(trace, line), "missing_content": str(exc)}
     except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
         return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
                 "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
-    result = {**base, "trace_id": trace["trace_id"], "task_id": trace["task_id"], "rows": rows}
+    result = {**base, **_identity(trace, line), "rows": rows}
     if config.reward is not None:  # for the check that every --reward term names something
         result["reward_names"] = sorted(prepared.rewards)
     if config.view == "traces":
-        refs = {e[k] for e in trace["events"] for k in _REF_KEYS if e.get(k)}
+        refs = {e[k] for e in trace["events"] for k in _REF_KEYS if type(e.get(k)) is str}
         result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
     return result
+
+
+def _identity(trace: dict[str, Any], line: RawLine) -> dict[str, Any]:
+    """Ids, and a digest of the line to tell a copy of a trace from a different trace under the same id."""
+    return {"trace_id": trace["trace_id"], "task_id": trace["task_id"],
+            "digest": hashlib.blake2b(line.raw, digest_size=16).hexdigest()}
+
+
+class _FirstCopies:
+    """Trace ids read so far (with the first copy's digest and place), to drop
+    later copies: trace files plus the same runs converted from a spool, a
+    file given twice. Memory grows with the number of traces (some 350 bytes each)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, str]] = {}
+
+    def first_of(self, result: dict[str, Any]) -> tuple[str, str] | None:
+        """None for the first copy of its trace id (remembered), else (digest, where) of the first."""
+        first = self._seen.get(result["trace_id"])
+        if first is None:
+            self._seen[result["trace_id"]] = (result["digest"], result["where"])
+        return first
+
+    def forget(self, trace_id: str) -> None:
+        """The copy remembered was set aside: a later copy may be the one used."""
+        self._seen.pop(trace_id, None)
 
 
 def is_own_output(path: str | os.PathLike[str], outdir: Path) -> bool:
@@ -114,6 +145,8 @@ def build(
     A trace whose LLM calls lack captured content gives no chat / triplets
     rows: it is skipped and counted (``Summary.traces_skipped``,
     ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``.
+    A later line with a trace id read already is dropped (``duplicates``;
+    ``conflicting_duplicates`` and a reject when it differs from the first).
 
     Raises ``NoTraces`` (no trace line in the inputs), ``AllRejected`` (every
     line rejected), ``RewardSpecError`` (a ``--reward`` term that names no
@@ -144,6 +177,19 @@ def build(
     trace_ids: set[str] = set()
     task_ids: set[str] = set()
     reward_names: set[str] = set()
+    copies = _FirstCopies()
+    lookup = LineLookup()
+
+    def set_aside(traces: list[tuple[tuple[str, str], str]]) -> None:
+        """Traces whose rows the writer could not take (content or a value the checks let through): rejected."""
+        for (where, trace_id), why in traces:
+            summary.traces_used -= 1
+            copies.forget(trace_id)
+            reject = {"where": where, "reject": f"cannot write {config.view} rows: {why}", "is_trace": True}
+            rejects.add(where, reject["reject"], lookup(where))
+            if progress is not None:
+                progress(reject)
+
     ok = False
     try:
         if engine == "ray":
@@ -153,9 +199,19 @@ def build(
         else:
             results = _local_results(inputs, config, store, out.resolve())
         for result in results:
+            first = None if "reject" in result else copies.first_of(result)
             if "reject" in result:
                 summary.traces_read += bool(result.get("is_trace"))
                 rejects.add(result["where"], result["reject"], result["line"].encode())
+            elif first is not None:  # a later copy of a trace read already: the first is kept
+                summary.traces_read += 1
+                if first[0] == result["digest"]:
+                    summary.duplicates += 1
+                else:
+                    summary.conflicting_duplicates += 1
+                    result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
+                              f"(the first copy, {first[1]}, is kept)", "is_trace": True}
+                    rejects.add(result["where"], result["reject"], lookup(result["where"]))
             elif "missing_content" in result:
                 summary.traces_read += 1
                 if strict:
@@ -168,7 +224,7 @@ def build(
             else:
                 summary.traces_read += 1
                 summary.traces_used += 1
-                writer.write(result["rows"])
+                set_aside(writer.write(result["rows"], (result["where"], result["trace_id"])))
                 reward_names.update(result.get("reward_names", ()))
                 if config.outcomes is not None:
                     trace_ids.add(result["trace_id"])
@@ -177,6 +233,7 @@ def build(
                     contents.add(result["contents"])
             if progress is not None:
                 progress(result)
+        set_aside(writer.finish())
         if not summary.traces_used and not summary.traces_skipped:
             if not rejects.count:
                 raise NoTraces(f"no trace found in {', '.join(inputs)} (trace files are *.jsonl, one trace per line, "
@@ -199,6 +256,7 @@ def build(
                 )
         ok = True
     finally:
+        lookup.close()
         writer.close(ok)
         rejects.close()
         if contents is not None:

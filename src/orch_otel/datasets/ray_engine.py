@@ -15,10 +15,12 @@ from typing import Any
 
 import orjson
 
-from ..tracefiles import trace_files
+from ..jsonvalues import unwritable
+from ..tracefiles import numbered_lines, trace_files
 from .analysis import Config
 from .reader import ContentStore, RawLine
 from .views import ContentMissing
+from .writers import in_row
 
 LINES_PER_BATCH = 256
 _stores: dict[tuple[str, ...], ContentStore] = {}  # per worker process: index built once
@@ -48,7 +50,7 @@ def _read_file(batch: Any) -> Iterator[Any]:
     for path in batch.column("path").to_pylist():
         chunk: dict[str, list[Any]] = {"path": [], "lineno": [], "raw": []}
         with open(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
+            for lineno, raw in numbered_lines(handle):
                 if not raw.strip():
                     continue
                 chunk["path"].append(str(path))
@@ -77,7 +79,14 @@ def _process(batch: Any, config: Config, dirs: tuple[str, ...]) -> Any:
             result = process_line(line, config, store)
         except ContentMissing as exc:
             result = {"fatal": str(exc)}
-        payloads.append(orjson.dumps(result))
+        try:
+            payload = orjson.dumps(result)
+        except TypeError:  # rows orjson cannot write (captured content nested too deep): this trace is rejected
+            where = unwritable(result.get("rows"))
+            payload = orjson.dumps({"where": line.where, "size": len(raw) + 1, "is_trace": True,
+                                    "line": raw.decode("utf-8", "replace"),
+                                    "reject": f"cannot write {config.view} rows: {in_row(where) if where else 'TypeError'}"})
+        payloads.append(payload)
     return pa.table({"payload": pa.array(payloads, pa.binary())})
 
 

@@ -16,9 +16,10 @@ from typing import IO, Any
 
 import orjson
 
-from ..tracefiles import trace_files
+from ..tracefiles import BOM, numbered_lines, trace_files
 from ..validation import trace_errors
 from ..vocabulary import EventKind
+from .checks import event_error, trace_error
 
 _EVENT_TYPES = frozenset(k.value for k in EventKind)
 
@@ -43,9 +44,40 @@ def iter_raw_lines(paths: Sequence[str | os.PathLike[str]]) -> Iterator[RawLine]
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such trace file")
         with open(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
+            for lineno, raw in numbered_lines(handle):
                 if raw.strip():
                     yield RawLine(str(path), lineno, raw.rstrip(b"\r\n"))
+
+
+class LineLookup:
+    """The line ``path:lineno`` names, read again, as :func:`iter_raw_lines`
+    read it: for a trace set aside after its line was let go (rows a writer
+    cannot take, a duplicate). Lookups come in input order, so one forward
+    pass per file serves them all."""
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+        self._handle: IO[bytes] | None = None
+        self._lines: Iterator[tuple[int, bytes]] = iter(())
+        self._last = 0
+
+    def __call__(self, where: str) -> bytes:
+        path, _, number = where.rpartition(":")
+        lineno = int(number)
+        if path != self._path or lineno <= self._last:
+            self.close()
+            self._handle = open(path, "rb")
+            self._lines, self._path, self._last = numbered_lines(self._handle), path, 0
+        for n, raw in self._lines:
+            self._last = n
+            if n == lineno:
+                return raw.rstrip(b"\r\n")
+        return b""
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        self._handle, self._path, self._lines, self._last = None, None, iter(()), 0
 
 
 class BadTrace(ValueError):
@@ -54,7 +86,8 @@ class BadTrace(ValueError):
 
 def parse_trace(line: RawLine, *, validate: bool = False) -> dict[str, Any]:
     """Parse and check one line. The light check covers what the views rely
-    on; ``validate=True`` runs the full schema and contract check as well."""
+    on (:mod:`.checks`: field types, nesting); ``validate=True`` runs the full
+    schema and contract check as well."""
     try:
         trace = orjson.loads(line.raw)
     except orjson.JSONDecodeError as exc:
@@ -77,9 +110,12 @@ def parse_trace(line: RawLine, *, validate: bool = False) -> dict[str, Any]:
         t = event.get("t")
         if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
             raise BadTrace(f"events[{k}].t: {t!r} is not a number >= 0")
-    for key in ("rewards", "metrics", "costs"):
-        if trace.get(key) is not None and not isinstance(trace[key], dict):
-            raise BadTrace(f"{key}: not an object")
+        error = event_error(event)
+        if error is not None:
+            raise BadTrace(f"events[{k}].{error}")
+    error = trace_error(trace)
+    if error is not None:
+        raise BadTrace(error)
     if validate:
         errors = trace_errors(trace)
         if errors:
@@ -153,6 +189,8 @@ class ContentStore:
                 with open(path, "rb") as handle:
                     for raw in handle:
                         start, offset = offset, offset + len(raw)
+                        if start == 0 and raw.startswith(BOM):  # the text starts after the byte order mark
+                            start, raw = len(BOM), raw[len(BOM):]
                         ref_at = raw.find(b'"ref":')
                         if ref_at < 0:
                             continue

@@ -52,7 +52,8 @@ def _number(value: Any, where: str, name: str) -> float | None:
 
 def _records(path: Path):
     if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8") as handle:
+        # utf-8-sig: spreadsheets often start a CSV file with a byte order mark
+        with open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.DictReader(handle)
             if not reader.fieldnames:
                 raise OutcomeError(f"{path}:1: a CSV outcomes file needs a header row")

@@ -2,7 +2,9 @@
 ``save_to_disk`` folder). Each writes to a temporary name and moves the result
 into place only on :meth:`close` after success, so a failed run never leaves
 a half dataset that looks whole. Rows are written in batches: memory is
-bounded by the batch size, not the dataset size."""
+bounded by the batch size, not the dataset size. Each :meth:`write` is one
+trace's rows with a tag; rows a format cannot hold set their trace aside
+(whole), and ``write`` or :meth:`finish` returns ``[(tag, why)]`` for them."""
 
 from __future__ import annotations
 
@@ -13,8 +15,13 @@ from typing import IO, Any
 
 import orjson
 
+from ..jsonvalues import unwritable
+
 FORMATS = ("jsonl", "parquet", "hf")
 BATCH_ROWS = 2_000
+
+
+SetAside = list[tuple[Any, str]]  # (the tag a trace's rows were written with, why they could not be)
 
 
 def partial_path(path: Path) -> Path:
@@ -46,9 +53,19 @@ class JsonlWriter:
         self._handle: IO[bytes] = open(self.tmp, "wb")
         self.rows = 0
 
-    def write(self, rows: list[dict[str, Any]]) -> None:
-        self._handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
+        """One trace's rows, all or none: ``[(tag, why)]`` when they cannot be written."""
+        try:
+            data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+        except TypeError as exc:  # an integer beyond 64 bits, nesting orjson refuses
+            where = unwritable(rows)
+            return [(tag, in_row(where) if where else f"{type(exc).__name__}: {exc}")]
+        self._handle.write(data)
         self.rows += len(rows)
+        return []
+
+    def finish(self) -> SetAside:
+        return []
 
     def close(self, ok: bool = True) -> None:
         self._handle.close()
@@ -56,6 +73,15 @@ class JsonlWriter:
             os.replace(self.tmp, self.path)
         else:
             self.tmp.unlink(missing_ok=True)
+
+
+def in_row(where: str) -> str:
+    """``[k].column...: why`` (:func:`unwritable` over a list of rows) as
+    ``column...: why``: the row number within a trace is no help to the reader."""
+    rest = where[where.index("]") + 1:]
+    if rest.startswith("."):
+        return rest[1:]
+    return rest if rest.startswith("[") else rest.lstrip(": ")
 
 
 def _to_arrow_rows(rows: list[dict[str, Any]], json_cols: list[str]) -> list[dict[str, Any]]:
@@ -83,24 +109,65 @@ class ParquetWriter:
         self.schema = arrow_schema(columns)
         self.json_cols = [name for name, kind in columns if kind == "json"]
         self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[tuple[Any, list[dict[str, Any]]]] = []  # (tag, rows) per trace
+        self._pending = 0
         self.rows = 0
 
-    def write(self, rows: list[dict[str, Any]]) -> None:
-        self._buffer.extend(rows)
+    def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
+        """Buffer one trace's rows; every BATCH_ROWS rows they are converted
+        and written together. Returns the traces (of this batch) set aside:
+        ``[(tag, why)]``, nothing of theirs written."""
+        self._buffer.append((tag, rows))
+        self._pending += len(rows)
         self.rows += len(rows)
-        if len(self._buffer) >= BATCH_ROWS:
-            self._flush()
+        return self._flush() if self._pending >= BATCH_ROWS else []
 
-    def _flush(self) -> None:
-        if self._buffer:
-            table = self.pa.Table.from_pylist(_to_arrow_rows(self._buffer, self.json_cols), schema=self.schema)
-            self._writer.write_table(table)
-            self._buffer = []
+    def finish(self) -> SetAside:
+        """Write what is buffered; the traces set aside, as :meth:`write` says."""
+        return self._flush()
+
+    def _table(self, rows: list[dict[str, Any]]) -> Any:
+        return self.pa.Table.from_pylist(_to_arrow_rows(rows, self.json_cols), schema=self.schema)
+
+    def _flush(self) -> SetAside:
+        if not self._buffer:
+            return []
+        buffer, self._buffer, self._pending = self._buffer, [], 0
+        try:
+            self._writer.write_table(self._table([row for _, rows in buffer for row in rows]))
+            return []
+        except (TypeError, ValueError, OverflowError, self.pa.ArrowException):
+            pass
+        # Some trace's rows do not fit (rare): convert trace by trace, set aside those that fail.
+        tables, aside = [], []
+        for tag, rows in buffer:
+            try:
+                tables.append(self._table(rows))
+            except (TypeError, ValueError, OverflowError, self.pa.ArrowException) as exc:
+                aside.append((tag, self._fault(rows, exc)))
+                self.rows -= len(rows)
+        if tables:
+            self._writer.write_table(self.pa.concat_tables(tables).combine_chunks())
+        return aside
+
+    def _fault(self, rows: list[dict[str, Any]], exc: Exception) -> str:
+        """Where in ``rows`` orjson (JSON columns) or Arrow cannot take a value."""
+        where = unwritable(rows)
+        if where is not None:  # worded as JsonlWriter and the Ray engine word it
+            return in_row(where)
+        for field in self.schema:
+            if field.name in self.json_cols:
+                continue
+            values = [row.get(field.name) for row in rows]
+            try:
+                self.pa.array(values, type=field.type)
+            except (TypeError, ValueError, OverflowError, self.pa.ArrowException) as column_exc:
+                return f"{field.name}: {type(column_exc).__name__}: {column_exc}"
+        return f"{type(exc).__name__}: {exc}"
 
     def close(self, ok: bool = True) -> None:
-        if ok:
-            self._flush()
+        if ok and self._buffer:  # rows set aside here would go unreported
+            raise RuntimeError("ParquetWriter.finish() must be called before close()")
         self._writer.close()
         if ok:
             os.replace(self.tmp, self.path)
@@ -124,8 +191,11 @@ class HFWriter:
     def rows(self) -> int:
         return self._parquet.rows
 
-    def write(self, rows: list[dict[str, Any]]) -> None:
-        self._parquet.write(rows)
+    def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
+        return self._parquet.write(rows, tag)
+
+    def finish(self) -> SetAside:
+        return self._parquet.finish()
 
     def close(self, ok: bool = True) -> None:
         self._parquet.close(ok)

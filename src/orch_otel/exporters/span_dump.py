@@ -22,6 +22,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..spans import dump_line, from_readable_span
 
+__all__ = ["SpanDumpExporter"]
+
 
 class SpanDumpExporter(SpanExporter):
     """Appends spans to ``path``: a file, or a directory that gets

@@ -23,6 +23,8 @@ from ..faults import log_fault
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 
+__all__ = ["TraceFileExporter"]
+
 _log = logging.getLogger(__name__)
 
 

@@ -16,6 +16,7 @@ import binascii
 import math
 from typing import Any
 
+from ..jsonvalues import INT64_MAX, INT64_MIN
 from ..spans import EventRecord, LinkRecord, SpanRecord
 from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 
@@ -28,12 +29,14 @@ _DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 def _int(x: Any) -> int:
     t = type(x)
-    if t is int:
-        return x
     if t is str:
         body = x[1:] if x[:1] == "-" else x
         if body.isascii() and body.isdigit():
-            return int(x)
+            x, t = int(x), int
+    if t is int:
+        if INT64_MIN <= x <= INT64_MAX:
+            return x
+        raise BadField(f"intValue: {_short(x)} is outside the 64-bit integer range (OTLP intValue is an int64)")
     raise BadField(f"intValue: expected an integer, got {_short(x)}")
 
 
@@ -122,10 +125,13 @@ def attributes(items: Any) -> dict[str, Any]:
             if kind == "stringValue" and t is str or kind == "boolValue" and t is bool:
                 out[key] = x
                 continue
-            if kind == "intValue" and t is str and x.isascii() and x.isdigit():
+            if kind == "intValue" and t is str and len(x) < 19 and x.isascii() and x.isdigit():  # < 19 digits: an int64
                 out[key] = int(x)
                 continue
-        out[key] = None if value is None else any_value(value)
+        try:
+            out[key] = None if value is None else any_value(value)
+        except BadField as exc:  # name the attribute: "attributes[gen_ai.usage.input_tokens]: intValue: ..."
+            raise BadField(f"attributes[{key}]: {exc}") from None
     return out
 
 

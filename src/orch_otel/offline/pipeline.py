@@ -36,6 +36,7 @@ import orjson
 
 from ..assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from ..converter import convert
+from ..jsonvalues import unwritable
 from ..spans import SpanRecord
 from ..tracefiles import ContentStore
 from .readers import input_files, read_file
@@ -135,7 +136,7 @@ class Outputs:
         self._traces.write(line)
 
     def problem(self, problem: Problem, summary: Summary) -> None:
-        self.quarantine_line(orjson.dumps(problem.to_json(), default=_fallback), problem.is_span, summary)
+        self.quarantine_line(problem.to_line(), problem.is_span, summary)
         if self.on_problem is not None:
             self.on_problem(problem)
 
@@ -200,12 +201,6 @@ class Outputs:
                 self.contents.parent.rmdir()
 
 
-def _fallback(value: Any) -> Any:
-    if isinstance(value, (tuple, set, frozenset)):
-        return list(value)
-    return repr(value)
-
-
 @dataclass
 class Converted:
     """One trace's outcome: a JSON line to write, or problems to quarantine."""
@@ -222,6 +217,7 @@ class Converted:
 def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, check: bool) -> Converted:
     """Convert one assembled trace; never raises (a failure quarantines its spans)."""
     result = Converted(trace_id, spans=len(spans))
+    conversion = None
     try:
         conversion = convert(spans.values(), complete=complete)
         trace = conversion.trace
@@ -233,7 +229,9 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
                 raise ValueError(f"invalid trace: {errors[0]}")
         result.line = orjson.dumps(trace) + b"\n"
     except Exception as exc:  # one bad trace never stops the run
-        reason = f"trace could not be converted: {type(exc).__name__}: {exc}"
+        where = unwritable(trace) if isinstance(exc, TypeError) and conversion is not None else None
+        reason = (f"trace could not be written: {where}" if where else
+                  f"trace could not be converted: {type(exc).__name__}: {exc}")
         result.problems = [Problem(f"trace {trace_id}", reason, span=s, is_span=True) for s in spans.values()]
         return result
     if conversion.problems:  # cycles broken, data left out or repaired: reported, not silent

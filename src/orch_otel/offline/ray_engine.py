@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from ..jsonvalues import json_bytes
 from ..spans import SpanRecord, to_dump
 from .pipeline import Converted, Options, Outputs, Summary, convert_one, record_converted
 from .readers import read_file
@@ -45,11 +46,11 @@ def _read_rows(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
         for problem in chunk.problems:
             order += 1
             yield {"kind": "problem", "key": "", "order": order, "where": chunk.where, "is_span": problem.is_span,
-                   "payload": orjson.dumps(problem.to_json())}
+                   "payload": problem.to_line()}
         for span in chunk.spans:
             order += 1
             yield {"kind": "span", "key": span.trace_id, "order": order, "where": chunk.where, "is_span": True,
-                   "payload": orjson.dumps(to_dump(span))}
+                   "payload": json_bytes(to_dump(span))}
 
 
 def _convert_group(check: bool):  # type: ignore[no-untyped-def]
@@ -77,8 +78,8 @@ def _convert_group(check: bool):  # type: ignore[no-untyped-def]
         return pa.table({
             "trace_id": [trace_id], "line": [result.line or b""], "contents": [orjson.dumps(result.contents)],
             "spans": [result.spans], "incomplete": [result.incomplete], "duplicates": [duplicates],
-            "conflicts": [conflicts], "conflict_problems": [orjson.dumps(conflict_problems)],
-            "failed": [orjson.dumps([p.to_json() for p in result.problems])],
+            "conflicts": [conflicts], "conflict_problems": [json_bytes(conflict_problems)],
+            "failed": [json_bytes([p.to_json() for p in result.problems])],
             "warning": [result.warning or ""],
         })
 
@@ -87,7 +88,7 @@ def _convert_group(check: bool):  # type: ignore[no-untyped-def]
 
 def _quarantine(outputs: Outputs, summary: Summary, data: dict[str, Any]) -> None:
     is_span = data.get("kind") == "span"
-    outputs.quarantine_line(orjson.dumps(data), is_span, summary)
+    outputs.quarantine_line(json_bytes(data), is_span, summary)
     if outputs.on_problem is not None:
         outputs.on_problem(Problem(data["where"], data["reason"], is_span=is_span))
 

@@ -3,7 +3,8 @@
 Per file, after undoing whole-file zstd compression (magic bytes ``28 b5 2f fd``
 or a ``.zst`` / ``.zstd`` suffix):
 
-* a first byte of ``{`` or whitespace means **JSON lines**: each line is an
+* a first byte of ``{`` or whitespace (after an optional UTF-8 byte order
+  mark, which always means text) means **JSON lines**: each line is an
   OTLP ``TracesData`` object (Collector ``file`` exporter, ``format: json``) or
   a span-dump record (:mod:`orch_otel.offline.records`), told apart per line;
 * anything else means **length-prefixed messages** (Collector ``format: proto``,
@@ -32,6 +33,7 @@ from .otlp_proto import decode_message
 from .records import BadField, Chunk, Problem, from_dump
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark, as some editors and Windows tools write it
 ZSTD_SUFFIXES = (".zst", ".zstd")
 # ".spool": segments of the durable export spool (orch_otel.exporters.spool), span dumps one per line
 INPUT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp", ".bin", ".spans", ".spool"})
@@ -81,7 +83,10 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
 
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
                                        buffer_size=1 << 20)
-        chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream, keep)
+        if _skip_bom(stream):  # a text editor's UTF-8 byte order mark: JSON lines, never length-prefixed
+            chunks = _lines(path, stream, keep)
+        else:
+            chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream, keep)
         n = 0
         try:
             for chunk in chunks:
@@ -94,6 +99,17 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
                                                      f"{type(exc).__name__}: {exc}")])
         if on_bytes is not None:
             on_bytes(os.fstat(raw.fileno()).st_size)
+
+
+def _skip_bom(stream: IO[bytes]) -> bool:
+    """Consume a leading UTF-8 byte order mark; True when there was one."""
+    try:
+        if stream.peek(3)[:3] != BOM:  # type: ignore[attr-defined]
+            return False
+    except Exception:
+        return False
+    stream.read(3)
+    return True
 
 
 def _is_json(stream: IO[bytes]) -> bool:
@@ -211,6 +227,8 @@ def decode_payload(payload: bytes, where: str, keep: Callable[[str], bool] | Non
         except zstandard.ZstdError as exc:
             chunk.problems.append(Problem(where, f"corrupt zstd message: {exc}", _b64(payload)))
             return chunk
+    if payload[:3] == BOM:
+        payload = payload[3:]
     if payload[:1] == b"{":
         try:
             value = orjson.loads(payload)

@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
+from ..jsonvalues import UINT64_MAX, json_bytes
 from ..spans import EventRecord, LinkRecord, SpanRecord, to_dump
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}\Z")
@@ -38,6 +41,16 @@ class Problem:
     span: SpanRecord | None = None  # a decoded span that could not be used (late, conflicting, unconvertible)
     is_span: bool = False  # True when this problem is one span (counted in the span balance)
     trace_id: str | None = None  # the bad span's trace, when its id could be read (``--jobs``: its owner reports it)
+
+    def to_line(self) -> bytes:
+        """This problem as one JSON line (without the newline); never raises,
+        and keeps ``where`` and ``reason`` whatever the input it carries."""
+        data = self.to_json()
+        key = "span" if "span" in data else "raw" if "raw" in data else None
+        head = orjson.dumps({k: data[k] for k in ("where", "reason", "kind")})
+        if key is None:
+            return head
+        return head[:-1] + b',"' + key.encode() + b'":' + json_bytes(data[key]) + b"}"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"where": self.where, "reason": self.reason, "kind": "span" if self.is_span else "record"}
@@ -106,11 +119,11 @@ def _b64_id(value: str, size: int, what: str) -> str:
 
 def uint_of(value: Any, what: str) -> int:
     t = type(value)
-    if t is int and value >= 0:
+    if t is int and 0 <= value <= UINT64_MAX:
         return value
-    if t is str and value.isascii() and value.isdigit():
+    if t is str and value.isascii() and value.isdigit() and (len(value) < 20 or int(value) <= UINT64_MAX):
         return int(value)
-    raise BadField(f"{what}: expected a non-negative integer, got {_short(value)}")
+    raise BadField(f"{what}: expected a non-negative 64-bit integer, got {_short(value)}")
 
 
 def _short(value: Any) -> str:

@@ -69,7 +69,7 @@ def _start(recorder: Recorder, client: Any, args: Any, kwargs: Any):
         messages = messages_view(arg(args, kwargs, 0, "messages"))
         tools = _tool_definitions(kwargs.get("tools"))
     inv = recorder.llm(model_name(client), provider=provider_name(client), input_messages=messages,
-                       tool_definitions=tools)
+                       tools=tools)
     inv.start(attach=False)
     return inv, otel_context.set_value(LLM_KEY, True, inv.context)
 

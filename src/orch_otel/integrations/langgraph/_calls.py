@@ -156,7 +156,7 @@ class CallsMixin:
                 prompt_view = ex.messages_view(prompt) if chat else list(prompt)
                 tools = ex.tool_definitions(params)
             run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view,
-                                   tool_definitions=tools).start(attach=False, parent=context)
+                                   tools=tools).start(attach=False, parent=context)
         except Exception:
             log_fault(_log, logging.DEBUG, "orch-otel: langgraph llm start failed")
 
