@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import base64
+import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +20,7 @@ __all__ = [
     "EventRecord",
     "LinkRecord",
     "SpanRecord",
+    "dump_line",
     "from_readable_span",
     "record_from_dict",
     "record_to_dict",
@@ -211,6 +214,16 @@ def to_dump(span: SpanRecord) -> dict[str, Any]:
     data["events"] = [[n, t, _attrs_out(a)] for n, t, a in data["events"]]
     data["links"] = [[t, s, _attrs_out(a)] for t, s, a in data["links"]]
     return data
+
+
+def record_to_dict(record: SpanRecord) -> dict[str, Any]:
+    """Deprecated, removed in the next release: :func:`to_dump`, which it returns."""
+    text = "orch_otel.spans.record_to_dict is deprecated and will be removed in the next release; use to_dump"
+    try:
+        warnings.warn(text, DeprecationWarning, stacklevel=2)
+    except Warning:  # a filter made it an error: the app's call still goes on
+        logging.getLogger("orch_otel").warning("orch-otel: %s", text)
+    return to_dump(record)
 
 
 _STATUS_CODE = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
