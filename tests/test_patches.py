@@ -59,6 +59,18 @@ def test_a_missing_attribute_is_not_patched_and_nothing_is_recorded():
     assert "absent" not in vars(Base)
 
 
+def test_nothing_is_wrapped_after_remove():
+    class Client:
+        def create(self):
+            return "created"
+
+    own = vars(Client)["create"]
+    patches = Patches()
+    patches.remove()
+    assert not patches.wrap(Client, "create", _calls()[1])  # a run in flight discovering a client, say
+    assert vars(Client)["create"] is own
+
+
 def test_a_wrapper_put_over_ours_stays_and_ours_passes_calls_through():
     class Framework:
         def step(self, x):

@@ -66,7 +66,10 @@ class Patches:
         """Wrap ``owner.name`` (a class or module attribute) with a wrapt
         ``wrapper``; False (logged) if it cannot be. An attribute a class only
         inherits is wrapped on that class and deleted again on ``remove()``,
-        so the base class is never touched."""
+        so the base class is never touched. Once ``remove()`` ran, nothing
+        more is wrapped (a run still in flight may find a new model client)."""
+        if not self._on:
+            return False
         try:
             own = vars(owner).get(name, _MISSING)
             installed = wrapt.wrap_object(owner, name, FunctionWrapper, (wrapper,), {"enabled": self._on})
