@@ -13,6 +13,7 @@ import logging
 import sys
 import threading
 import warnings
+from types import FrameType
 from typing import Any
 
 from .faults import is_strict
@@ -52,7 +53,8 @@ def _warn_once(where: str, old: str, new: str) -> None:
 
 def _callers_level() -> int:
     """The ``stacklevel`` of the first frame outside orch-otel: the line to change."""
-    frame, level = sys._getframe(2), 2  # the frame calling warnings.warn's caller
+    frame: FrameType | None = sys._getframe(2)  # the frame calling warnings.warn's caller
+    level = 2
     while frame is not None and _is_ours(frame.f_globals.get("__name__", "")):
         frame, level = frame.f_back, level + 1
     return level

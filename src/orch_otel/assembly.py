@@ -97,9 +97,9 @@ class StreamAssembler:
         tid = span.trace_id
         unrooted = self._unrooted
         trace = unrooted.get(tid)  # most spans end before their root: look here first
-        rootless = trace is not None
-        opened = False
-        if rootless:
+        rootless = opened = False
+        if trace is not None:
+            rootless = True
             unrooted.move_to_end(tid)
         else:
             trace = self._rooted.get(tid)

@@ -6,7 +6,7 @@ import atexit
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from . import env
 from .content import ContentPolicy, Redactor
@@ -118,7 +119,8 @@ def flush(timeout_millis: int | None = None) -> bool:
         provider = trace.get_tracer_provider()
         force_flush = getattr(provider, "force_flush", None)
         return bool(force_flush(30_000 if timeout_millis is None else timeout_millis)) if force_flush else True
-    return all([p.force_flush(timeout_millis) for p in state.processors])  # each one, trace files first
+    # each one, trace files first; no timeout: each processor's own bound (both take None)
+    return all([p.force_flush() if timeout_millis is None else p.force_flush(timeout_millis) for p in state.processors])
 
 
 def uninstrument() -> None:
@@ -161,6 +163,7 @@ def global_provider() -> tuple[Any, bool]:
 def otlp_exporter(protocol: str | None, endpoint: str | None = None) -> Any:
     """The standard OTLP span exporter for ``protocol``, configured by the
     ``OTEL_EXPORTER_OTLP_*`` variables (``endpoint`` overrides them)."""
+    OTLPSpanExporter: Callable[..., SpanExporter]  # the gRPC or the HTTP one: the same calls here
     try:
         if protocol == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter

@@ -104,13 +104,14 @@ def _finish(invocation: Invocation | None, exc: BaseException | None, result: An
 def _generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         invocation = _begin(factory, fn, args, kwargs, attach=False)
-        if invocation is None:
+        span_context = invocation.context if invocation is not None else None
+        if invocation is None or span_context is None:  # (a started invocation always has its context)
             return (yield from fn(*args, **kwargs))
         gen = fn(*args, **kwargs)
         step: Callable[[], Any] = lambda: gen.send(None)  # noqa: E731
         try:
             while True:
-                token = otel_context.attach(invocation.context)  # each step runs inside the span
+                token = otel_context.attach(span_context)  # each step runs inside the span
                 try:
                     item = step()
                 finally:
@@ -139,7 +140,8 @@ def _generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation
 def _async_generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invocation]) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         invocation = _begin(factory, fn, args, kwargs, attach=False)
-        if invocation is None:
+        span_context = invocation.context if invocation is not None else None
+        if invocation is None or span_context is None:
             async for item in fn(*args, **kwargs):  # (asend/athrow of the consumer are not forwarded here)
                 yield item
             return
@@ -147,7 +149,7 @@ def _async_generator_wrapper(fn: Callable[..., Any], factory: Callable[..., Invo
         step: Callable[[], Any] = lambda: agen.asend(None)  # noqa: E731
         try:
             while True:
-                token = otel_context.attach(invocation.context)
+                token = otel_context.attach(span_context)
                 try:
                     item = await step()
                 finally:
@@ -269,10 +271,12 @@ def _llm_call(model: str, provider: str | None, input_messages: Any, tools: Any)
 
 
 @guarded
-def spawn(*targets: str, options: Iterable[str] | None = None, content: Any = None) -> None:
-    """Record the decision to spawn ``targets`` (one decision for a whole fan-out)."""
-    names: Sequence[str] = targets[0] if len(targets) == 1 and not isinstance(targets[0], str) else targets
-    get_recorder().spawn(list(names), options=options, content=content)
+def spawn(*targets: str | Iterable[str], options: Iterable[str] | None = None, content: Any = None) -> None:
+    """Record the decision to spawn ``targets`` (one decision for a whole fan-out):
+    names, or one list of names."""
+    first = targets[0] if targets else ""
+    names = list(first) if len(targets) == 1 and not isinstance(first, str) else [str(t) for t in targets]
+    get_recorder().spawn(names, options=options, content=content)
 
 
 @guarded

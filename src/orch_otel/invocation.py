@@ -18,7 +18,8 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from contextvars import Token
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -57,6 +58,9 @@ class Owner(Protocol):
         ...
 
 
+_InvocationT = TypeVar("_InvocationT", bound="Invocation")  # start() and `with` hand back the subclass
+
+
 class Run:
     """State shared by all spans of one run (the outermost orch-otel span)."""
 
@@ -84,11 +88,11 @@ class Invocation:
         self._links = links
         self.span: Span = trace.INVALID_SPAN
         self.context: otel_context.Context | None = None
-        self._token: object | None = None
+        self._token: Token[otel_context.Context] | None = None
         self._run: Run | None = None
         self._ended = False
 
-    def start(self, *, attach: bool = True, parent: otel_context.Context | None = None) -> Invocation:
+    def start(self: _InvocationT, *, attach: bool = True, parent: otel_context.Context | None = None) -> _InvocationT:
         ctx = parent if parent is not None else otel_context.get_current()
         span = self._owner.tracer.start_span(self._name, ctx, SpanKind.INTERNAL, self._attributes, self._links)
         self.span = span
@@ -156,7 +160,7 @@ class Invocation:
             except Exception:  # detached from another context: nothing to restore
                 log_fault(_log, logging.DEBUG, "orch-otel: context detach skipped")
 
-    def __enter__(self) -> Invocation:
+    def __enter__(self: _InvocationT) -> _InvocationT:
         if self.context is None:
             _start(self)  # a fault leaves the span unstarted: the block runs unrecorded
         return self

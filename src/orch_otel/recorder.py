@@ -87,7 +87,7 @@ class Recorder:
 
     def classify(self, error: BaseException) -> str:
         for exc_type in type(error).__mro__:
-            outcome = self._control_flow.get(exc_type)  # type: ignore[call-overload]
+            outcome = self._control_flow.get(exc_type)
             if outcome is not None:
                 return outcome
         return ERROR

@@ -188,7 +188,7 @@ def _move_last(provider: TracerProvider, processor: Any) -> None:
     """Make ``processor`` the provider's last span processor (flushed and shut down last)."""
     multi = getattr(provider, "_active_span_processor", None)
     lock = getattr(multi, "_lock", None)
-    if lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
+    if multi is None or lock is None or not isinstance(getattr(multi, "_span_processors", None), tuple):
         return  # an SDK that hides them: the order stays, every wait is bounded all the same
     with lock:
         if processor in multi._span_processors:

@@ -94,8 +94,8 @@ def edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
 
     def next_of(index: dict[Any, list[int]], who: Any, after: int) -> _Ev | None:
         positions = index.get(who, ())
-        k = bisect.bisect_right(positions, after)  # type: ignore[arg-type]
-        return ordered[positions[k]] if k < len(positions) else None  # type: ignore[index]
+        k = bisect.bisect_right(positions, after)
+        return ordered[positions[k]] if k < len(positions) else None
 
     ids = [ev.data["id"] for ev in ordered]
     for positions in by_actor.values():

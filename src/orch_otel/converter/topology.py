@@ -38,7 +38,7 @@ def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
                    sub_scopes: Mapping[str, list[Scope]], events: list[dict[str, Any]]) -> str:
     """One of the seed schema's topology values for a converted run;
     ``sub_scopes``: each scope's sub-agents in order of start."""
-    children: dict[str | None, list[Scope]] = dict(sub_scopes)  # type: ignore[arg-type]
+    children: dict[str | None, list[Scope]] = {parent: subs for parent, subs in sub_scopes.items()}
     children[None] = sorted((s for s in scopes.values() if s.parent is None), key=lambda s: (s.start_ns, s.span_id))
     ignored = _wrapper(children, instance_of, events)
     agents = [s for s in scopes.values() if not s.workflow]
@@ -93,7 +93,7 @@ def _delegations(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
                  children: Mapping[str | None, list[Scope]]) -> list[tuple[Scope, str, bool]]:
     """(delegating instance, target, whether the target is a sub-agent of its own) per delegation target."""
     own_names: dict[str, set[str]] = {}
-    out = []
+    out: list[tuple[Scope, str, bool]] = []
     for e in events:
         if e.get("decision") != _D_DELEGATE or e["type"] == _E_MESSAGE:
             continue

@@ -161,7 +161,7 @@ class SetAside:
         """Write the span; False when it was set aside before."""
         with self._lock:
             if self._ids is None:
-                self._ids = {entry.get("span_id") for entry in _entries(self.path)}
+                self._ids = {span_id for entry in _entries(self.path) if isinstance(span_id := entry.get("span_id"), str)}
             if record.span_id in self._ids:
                 return False
             line = to_dump(record)
@@ -185,7 +185,7 @@ def quarantine_lines(directory: str | Path, segment: str, lines: Sequence[tuple[
             handle.write(orjson.dumps(entry) + b"\n")
 
 
-def _entries(path: Path) -> Iterator[dict]:
+def _entries(path: Path) -> Iterator[dict[str, Any]]:
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
@@ -215,7 +215,9 @@ def summarize(directory: str | Path) -> AsideSummary:
         if entry.get("span_id") in seen:
             continue
         seen.add(entry.get("span_id"))
-        about = entry.get("set_aside") if type(entry.get("set_aside")) is dict else {}
+        about = entry.get("set_aside")
+        if type(about) is not dict:
+            about = {}
         reason = str(about.get("reason", "unknown"))
         reasons[reason] = reasons.get(reason, 0) + 1
     unreadable = sum(1 for _ in _entries(Path(directory) / UNREADABLE_FILE))

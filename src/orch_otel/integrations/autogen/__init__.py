@@ -50,7 +50,7 @@ from .package import _instruments
 __all__ = ["AutoGenInstrumentor"]
 
 
-class AutoGenInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class AutoGenInstrumentor(BaseInstrumentor):
     """Patches AutoGen agentchat so that each team run is one orchestration trace.
 
     ``instrument(tracer_provider=None, runtime_spans=False)``: spans go through

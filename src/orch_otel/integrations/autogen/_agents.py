@@ -70,7 +70,7 @@ def run_json_stream(recorder: Recorder) -> Callable[..., Any]:
     return wrapper
 
 
-def handoff(recorder: Recorder, handoff_type: type) -> Callable[..., Any]:
+def handoff(recorder: Recorder, handoff_type: type[Any]) -> Callable[..., Any]:
     """A ``HandoffMessage`` from an agent's turn is that agent's delegation to
     the target (the team's manager then records the message and its own choice)."""
 
@@ -89,7 +89,7 @@ def handoff(recorder: Recorder, handoff_type: type) -> Callable[..., Any]:
     return wrapper
 
 
-def society_of_mind(recorder: Recorder, response_type: type) -> Callable[..., Any]:
+def society_of_mind(recorder: Recorder, response_type: type[Any]) -> Callable[..., Any]:
     """The final ``Response`` of a ``SocietyOfMindAgent`` aggregates its inner team's result."""
 
     async def traced(agen: Any, agent: Any) -> AsyncIterator[Any]:

@@ -21,7 +21,7 @@ span of such a call and already carries the GenAI tool attributes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry import trace
 
@@ -36,7 +36,7 @@ class _NoSpan:
     def __enter__(self) -> trace.Span:
         return trace.INVALID_SPAN
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         return False
 
 

@@ -232,7 +232,7 @@ class ClientPatcher:
 
     def patch_loaded(self) -> None:
         """Every client class imported so far."""
-        pending = list(self._base.__subclasses__())
+        pending: list[type] = list(self._base.__subclasses__())
         while pending:
             cls = pending.pop()
             pending.extend(cls.__subclasses__())

@@ -73,7 +73,7 @@ def selection(recorder: Recorder, graph_manager_type: type | None,
             for index, name in enumerate(names):
                 state.fanout[name] = (index, size)
         if names:
-            recorder.delegate(names[0] if len(names) == 1 else names,  # type: ignore[arg-type]
+            recorder.delegate(names[0] if len(names) == 1 else names,
                               options=options, span=state.span)
 
     return wrapper
@@ -156,8 +156,8 @@ def in_run_context() -> Callable[..., Any]:
     return wrapper
 
 
-def agent_response(recorder: Recorder, handoff_type: type, agent_response_type: type,
-                   chat_message_type: type) -> Callable[..., Any]:
+def agent_response(recorder: Recorder, handoff_type: type[Any], agent_response_type: type[Any],
+                   chat_message_type: type[Any]) -> Callable[..., Any]:
     """``handle_agent_response(message, ctx)``: the response a participant
     published, relayed to the other participants."""
 
@@ -232,7 +232,7 @@ def termination_with_error() -> Callable[..., Any]:
     return wrapper
 
 
-def magentic_one_publish(recorder: Recorder, request_type: type, agent_response_type: type) -> Callable[..., Any]:
+def magentic_one_publish(recorder: Recorder, request_type: type[Any], agent_response_type: type[Any]) -> Callable[..., Any]:
     """``MagenticOneOrchestrator.publish_message``: a ``GroupChatRequestPublish``
     to a participant's topic is the orchestrator's choice of the next speaker;
     its own response on the group topic is an instruction to every participant."""

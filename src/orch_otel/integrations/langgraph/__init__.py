@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from ...invocation import HANDOFF, INTERRUPTED, OK
 from ...recorder import get_recorder
