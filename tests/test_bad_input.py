@@ -15,8 +15,8 @@ from offline_support import otlp_line
 
 from orch_otel.cli import main
 from orch_otel.datasets import Config, Outcomes, build
-from orch_otel.offline import convert_inputs, to_dump
-from orch_otel.spans import SpanRecord
+from orch_otel.offline import convert_inputs
+from orch_otel.spans import SpanRecord, to_dump
 from orch_otel.tracefiles import read_lines
 
 T0 = 1_700_000_000_000_000_000
