@@ -214,7 +214,7 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
         conversion = convert(spans.values(), complete=complete)
         trace = conversion.trace
         if check:
-            from ..validation import trace_errors
+            from ..validation import trace_errors  # the schema validators load only for --check
 
             errors = trace_errors(trace)
             if errors:
