@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +92,7 @@ def dataset_files(inputs: Sequence[str], outdir: Path) -> list[Path]:
     return files
 
 
-def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Iterator[dict[str, Any]]:
+def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Generator[dict[str, Any], None, None]:
     for path in files:
         for line in raw_lines(path):
             yield process_line(line, config, store)
@@ -137,19 +137,19 @@ def build(
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    inputs = [str(p) for p in inputs]
-    for path in inputs:
+    names = [str(p) for p in inputs]
+    for path in names:
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
     out = Path(outdir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: not a folder; -o names the folder to write the dataset into")
-    files = dataset_files(inputs, out.resolve())
+    files = dataset_files(names, out.resolve())
     if on_files is not None:
         on_files(files)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    store = ContentIndex(content_dirs(inputs))
+    store = ContentIndex(content_dirs(names))
     summary = DatasetSummary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
     rejects_path = out / f"{config.view}.rejects.jsonl"
     rejects = Quarantine(partial_path(rejects_path))
@@ -170,10 +170,10 @@ def build(
         for (where, trace_id), why in traces:
             summary.traces_used -= 1
             copies.forget(trace_id)
-            reject = {"where": where, "reject": f"cannot write {config.view} rows: {why}", "is_trace": True}
-            rejects.add(_reject_record(where, reject["reject"], lookup(where)))
+            reason = f"cannot write {config.view} rows: {why}"
+            rejects.add(_reject_record(where, reason, lookup(where)))
             if progress is not None:
-                progress(reject)
+                progress({"where": where, "reject": reason, "is_trace": True})
 
     ok = False
     results = ray_results(files, config, store.directories) if engine == "ray" else _local_results(files, config, store)
@@ -216,7 +216,7 @@ def build(
         set_aside(writer.finish())
         if not summary.traces_used and not summary.traces_skipped:
             if not rejects.count:
-                raise NoTraces(f"no trace found in {', '.join(inputs)} (trace files are *.jsonl, one trace per line, "
+                raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "
                                "as written by orch_otel.instrument() or `orch-otel convert`)")
             raise AllRejected(f"all {rejects.count} line(s) read were rejected (reasons above): no trace to build "
                               f"{config.view} rows from")

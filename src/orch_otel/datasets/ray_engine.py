@@ -10,7 +10,7 @@ after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,8 @@ def _process(batch: Any, config: Config, dirs: tuple[str, ...]) -> Any:
     return pa.table({"payload": pa.array(payloads, pa.binary())})
 
 
-def ray_results(files: Sequence[Path], config: Config, content_dirs: Sequence[str]) -> Iterator[dict[str, Any]]:
+def ray_results(files: Sequence[Path], config: Config,
+                content_dirs: Sequence[str]) -> Generator[dict[str, Any], None, None]:
     """:func:`~.rows.process_line`'s result for each line of ``files``, in order."""
     with ray_session() as ray:
         ray.data.DataContext.get_current().execution_options.preserve_order = True

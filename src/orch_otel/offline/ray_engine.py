@@ -15,7 +15,7 @@ started and stopped by the one policy of :mod:`orch_otel._ray`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def _read_rows(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
                    "payload": json_bytes(to_dump(span))}
 
 
-def _convert_group(check: bool):  # type: ignore[no-untyped-def]
+def _convert_group(check: bool) -> Callable[[Any], Any]:
     def run(batch: Any) -> Any:
         import pyarrow as pa
 
