@@ -98,8 +98,8 @@ def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -
             yield process_line(line, config, store)
 
 
-def _reject_record(where: str, error: str, raw: bytes) -> bytes:
-    """A rejects-file record: where, why, and the line itself."""
+def _quarantine_record(where: str, error: str, raw: bytes) -> bytes:
+    """A record of the rejects file: where, why, and the line itself."""
     return orjson.dumps({"where": where, "error": error, "line": raw.decode("utf-8", errors="replace")})
 
 
@@ -152,8 +152,8 @@ def build(
     store = ContentIndex(content_dirs(names))
     summary = DatasetSummary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
     rejects_path = out / f"{config.view}.rejects.jsonl"
-    rejects = Quarantine(partial_path(rejects_path))
-    rejects.path.unlink(missing_ok=True)
+    quarantine = Quarantine(partial_path(rejects_path))  # the dataset's quarantine file
+    quarantine.path.unlink(missing_ok=True)
     writer = open_writer(out, config.view, fmt, columns(config))
     contents_path = out / "content" / "content-traces.jsonl"  # beside the traces: the folder replays on its own
     contents = ContentWriter(partial_path(contents_path), append=False) if config.view == "traces" else None
@@ -171,7 +171,7 @@ def build(
             summary.traces_used -= 1
             copies.forget(trace_id)
             reason = f"cannot write {config.view} rows: {why}"
-            rejects.add(_reject_record(where, reason, lookup(where)))
+            quarantine.add(_quarantine_record(where, reason, lookup(where)))
             if progress is not None:
                 progress({"where": where, "reject": reason, "is_trace": True})
 
@@ -182,7 +182,7 @@ def build(
             first = None if "reject" in result else copies.first_of(result)
             if "reject" in result:
                 summary.traces_read += bool(result.get("is_trace"))
-                rejects.add(_reject_record(result["where"], result["reject"], result["line"].encode()))
+                quarantine.add(_quarantine_record(result["where"], result["reject"], result["line"].encode()))
             elif first is not None:  # a later copy of a trace read already: the first is kept
                 summary.traces_read += 1
                 if first[0] == result["digest"]:
@@ -191,7 +191,7 @@ def build(
                     summary.conflicting_duplicates += 1
                     result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
                               f"(the first copy, {first[1]}, is kept)", "is_trace": True}
-                    rejects.add(_reject_record(result["where"], result["reject"], lookup(result["where"])))
+                    quarantine.add(_quarantine_record(result["where"], result["reject"], lookup(result["where"])))
             elif "missing_content" in result:
                 summary.traces_read += 1
                 if strict:
@@ -215,10 +215,10 @@ def build(
                 progress(result)
         set_aside(writer.finish())
         if not summary.traces_used and not summary.traces_skipped:
-            if not rejects.count:
+            if not quarantine.count:
                 raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "
                                "as written by orch_otel.instrument() or `orch-otel convert`)")
-            raise AllRejected(f"all {rejects.count} line(s) read were rejected (reasons above): no trace to build "
+            raise AllRejected(f"all {quarantine.count} line(s) read were rejected (reasons above): no trace to build "
                               f"{config.view} rows from")
         if config.reward is not None:
             unknown = unknown_reward_terms(config.reward, reward_names, config.outcome_fields)
@@ -239,19 +239,19 @@ def build(
         results.close()  # the Ray engine leaves Ray by its policy even when the run fails
         lookup.close()
         writer.close(ok)
-        rejects.close()
+        quarantine.close()
         if contents is not None:
             contents.close()
         store.close()
-        _finish(rejects.path, rejects_path, ok)
+        _finish(quarantine.path, rejects_path, ok)
         if contents is not None:
             _finish(contents.path, contents_path, ok)
         if not ok and created:
             with contextlib.suppress(OSError):  # the folder this run made, if still empty
                 out.rmdir()
     summary.rows_written = writer.rows
-    summary.rejects = rejects.count
-    summary.rejects_path = str(rejects_path) if rejects.count else None
+    summary.rejects = quarantine.count
+    summary.rejects_path = str(rejects_path) if quarantine.count else None
     summary_path = out / f"{config.view}.summary.json"
     partial_path(summary_path).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
     os.replace(partial_path(summary_path), summary_path)
