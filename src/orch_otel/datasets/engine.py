@@ -159,85 +159,18 @@ def build(
     contents = ContentWriter(partial_path(contents_path), append=False) if config.view == "traces" else None
     if contents is not None:
         contents.path.unlink(missing_ok=True)
-    trace_ids: set[str] = set()
-    task_ids: set[str] = set()
-    reward_names: set[str] = set()
-    copies = _FirstCopies()
-    lookup = LineLookup()
-
-    def set_aside(traces: list[tuple[tuple[str, str], str]]) -> None:
-        """Traces whose rows the writer could not take (content or a value the checks let through): rejected."""
-        for (where, trace_id), why in traces:
-            summary.traces_used -= 1
-            copies.forget(trace_id)
-            reason = f"cannot write {config.view} rows: {why}"
-            quarantine.add(_quarantine_record(where, reason, lookup(where)))
-            if progress is not None:
-                progress({"where": where, "reject": reason, "is_trace": True})
-
+    intake = _Intake(summary, config, writer, quarantine, contents, progress, strict)
     ok = False
     results = ray_results(files, config, store.directories) if engine == "ray" else _local_results(files, config, store)
     try:
         for result in results:
-            first = None if "reject" in result else copies.first_of(result)
-            if "reject" in result:
-                summary.traces_read += bool(result.get("is_trace"))
-                quarantine.add(_quarantine_record(result["where"], result["reject"], result["line"].encode()))
-            elif first is not None:  # a later copy of a trace read already: the first is kept
-                summary.traces_read += 1
-                if first[0] == result["digest"]:
-                    summary.duplicates += 1
-                else:
-                    summary.conflicting_duplicates += 1
-                    result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
-                              f"(the first copy, {first[1]}, is kept)", "is_trace": True}
-                    quarantine.add(_quarantine_record(result["where"], result["reject"], lookup(result["where"])))
-            elif "missing_content" in result:
-                summary.traces_read += 1
-                if strict:
-                    raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
-                summary.traces_skipped += 1
-                summary.skipped_trace_ids.append(result["trace_id"])
-                if config.outcomes is not None:  # read, so its outcome rows match a trace
-                    trace_ids.add(result["trace_id"])
-                    task_ids.add(result["task_id"])
-            else:
-                summary.traces_read += 1
-                summary.traces_used += 1
-                set_aside(writer.write(result["rows"], (result["where"], result["trace_id"])))
-                reward_names.update(result.get("reward_names", ()))
-                if config.outcomes is not None:
-                    trace_ids.add(result["trace_id"])
-                    task_ids.add(result["task_id"])
-                if contents is not None:
-                    contents.add(dict(result["contents"]))
-            if progress is not None:
-                progress(result)
-        set_aside(writer.finish())
-        if not summary.traces_used and not summary.traces_skipped:
-            if not quarantine.count:
-                raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "
-                               "as written by orch_otel.instrument() or `orch-otel convert`)")
-            raise AllRejected(f"all {quarantine.count} line(s) read were rejected (reasons above): no trace to build "
-                              f"{config.view} rows from")
-        if config.reward is not None:
-            unknown = unknown_reward_terms(config.reward, reward_names, config.outcome_fields)
-            if unknown:
-                raise unknown
-        if config.outcomes is not None:
-            summary.unknown_outcomes = config.outcomes.unknown(trace_ids, task_ids)
-            if summary.unknown_outcomes and not allow_unknown_outcomes:
-                shown = summary.unknown_outcomes[:20]
-                more = len(summary.unknown_outcomes) - len(shown)
-                raise OutcomeError(
-                    f"{len(summary.unknown_outcomes)} outcome row(s) match no trace read "
-                    "(pass --allow-unknown-outcomes to write the dataset anyway):\n  "
-                    + "\n  ".join(shown) + (f"\n  ... and {more} more" if more else "")
-                )
+            intake.take(result)
+        intake.set_aside(writer.finish())
+        intake.check(names, allow_unknown_outcomes)
         ok = True
     finally:
         results.close()  # the Ray engine leaves Ray by its policy even when the run fails
-        lookup.close()
+        intake.lookup.close()
         writer.close(ok)
         quarantine.close()
         if contents is not None:
@@ -268,3 +201,91 @@ def _finish(partial: Path, final: Path, ok: bool) -> None:
         os.replace(partial, final)
     else:
         final.unlink(missing_ok=True)
+
+
+class _Intake:
+    """What one build does with each line's result, in input order: rows to the
+    writer, bad lines and later copies of a trace to the quarantine, and the
+    counts and ids that the checks after the last line need."""
+
+    def __init__(self, summary: DatasetSummary, config: Config, writer: Any, quarantine: Quarantine,
+                 contents: ContentWriter | None, progress: Callable[[dict[str, Any]], None] | None,
+                 strict: bool) -> None:
+        self.summary, self.config, self.writer, self.quarantine = summary, config, writer, quarantine
+        self.contents, self.progress, self.strict = contents, progress, strict
+        self.trace_ids: set[str] = set()
+        self.task_ids: set[str] = set()
+        self.reward_names: set[str] = set()
+        self.copies = _FirstCopies()
+        self.lookup = LineLookup()
+
+    def take(self, result: dict[str, Any]) -> None:
+        summary, config, quarantine = self.summary, self.config, self.quarantine
+        first = None if "reject" in result else self.copies.first_of(result)
+        if "reject" in result:
+            summary.traces_read += bool(result.get("is_trace"))
+            quarantine.add(_quarantine_record(result["where"], result["reject"], result["line"].encode()))
+        elif first is not None:  # a later copy of a trace read already: the first is kept
+            summary.traces_read += 1
+            if first[0] == result["digest"]:
+                summary.duplicates += 1
+            else:
+                summary.conflicting_duplicates += 1
+                result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
+                          f"(the first copy, {first[1]}, is kept)", "is_trace": True}
+                quarantine.add(_quarantine_record(result["where"], result["reject"], self.lookup(result["where"])))
+        elif "missing_content" in result:
+            summary.traces_read += 1
+            if self.strict:
+                raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
+            summary.traces_skipped += 1
+            summary.skipped_trace_ids.append(result["trace_id"])
+            if config.outcomes is not None:  # read, so its outcome rows match a trace
+                self.trace_ids.add(result["trace_id"])
+                self.task_ids.add(result["task_id"])
+        else:
+            summary.traces_read += 1
+            summary.traces_used += 1
+            self.set_aside(self.writer.write(result["rows"], (result["where"], result["trace_id"])))
+            self.reward_names.update(result.get("reward_names", ()))
+            if config.outcomes is not None:
+                self.trace_ids.add(result["trace_id"])
+                self.task_ids.add(result["task_id"])
+            if self.contents is not None:
+                self.contents.add(dict(result["contents"]))
+        if self.progress is not None:
+            self.progress(result)
+
+    def set_aside(self, traces: list[tuple[tuple[str, str], str]]) -> None:
+        """Traces whose rows the writer could not take (content or a value the checks let through): rejected."""
+        for (where, trace_id), why in traces:
+            self.summary.traces_used -= 1
+            self.copies.forget(trace_id)
+            reason = f"cannot write {self.config.view} rows: {why}"
+            self.quarantine.add(_quarantine_record(where, reason, self.lookup(where)))
+            if self.progress is not None:
+                self.progress({"where": where, "reject": reason, "is_trace": True})
+
+    def check(self, names: list[str], allow_unknown_outcomes: bool) -> None:
+        """After the last line: something to write, every --reward term known, every outcome row matched."""
+        summary, config, rejected = self.summary, self.config, self.quarantine.count
+        if not summary.traces_used and not summary.traces_skipped:
+            if not rejected:
+                raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "
+                               "as written by orch_otel.instrument() or `orch-otel convert`)")
+            raise AllRejected(f"all {rejected} line(s) read were rejected (reasons above): no trace to build "
+                              f"{config.view} rows from")
+        if config.reward is not None:
+            unknown = unknown_reward_terms(config.reward, self.reward_names, config.outcome_fields)
+            if unknown:
+                raise unknown
+        if config.outcomes is not None:
+            summary.unknown_outcomes = config.outcomes.unknown(self.trace_ids, self.task_ids)
+            if summary.unknown_outcomes and not allow_unknown_outcomes:
+                shown = summary.unknown_outcomes[:20]
+                more = len(summary.unknown_outcomes) - len(shown)
+                raise OutcomeError(
+                    f"{len(summary.unknown_outcomes)} outcome row(s) match no trace read "
+                    "(pass --allow-unknown-outcomes to write the dataset anyway):\n  "
+                    + "\n  ".join(shown) + (f"\n  ... and {more} more" if more else "")
+                )
