@@ -15,7 +15,7 @@ import threading
 import warnings
 from typing import Any
 
-from .faults import is_strict
+from ._faults import is_strict
 
 _log = logging.getLogger("orch_otel")
 _warned: set[tuple[str, str]] = set()

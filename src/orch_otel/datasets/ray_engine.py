@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from .._jsonvalues import unwritable
 from .._ray import ray_session
-from ..jsonvalues import unwritable
 from ..tracefiles import ContentIndex
 from .analysis import Config
 from .reader import RawLine, raw_lines

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from .._validation import trace_errors
 from ..tracefiles import file_lines, trace_files
-from ..validation import trace_errors
 from ..vocabulary import EventKind
 from .checks import event_error, trace_error
 

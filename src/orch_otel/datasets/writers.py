@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import orjson
 
-from ..jsonvalues import unwritable
+from .._jsonvalues import unwritable
 from .schema import arrow_schema
 
 FORMATS = ("jsonl", "parquet", "hf")

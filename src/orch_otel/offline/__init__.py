@@ -5,7 +5,7 @@ local and Ray engines behind ``orch-otel convert``. See ``docs/offline.md``."""
 import warnings
 from typing import Any
 
-from ..assembly import Released, StreamAssembler
+from .._assembly import Released, StreamAssembler
 from .outputs import EXIT_NO_INPUT, EXIT_OK, EXIT_QUARANTINED, ConvertSummary, Options
 from .pipeline import convert_inputs
 from .readers import input_files, read_file

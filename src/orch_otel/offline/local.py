@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
+from .._assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
 from ..spans import SpanRecord
 from .outputs import ConvertSummary, Options, Outputs, convert_one, record_converted
 from .readers import read_file

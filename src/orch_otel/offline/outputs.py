@@ -32,8 +32,8 @@ from typing import IO, Any
 
 import orjson
 
+from .._jsonvalues import unwritable
 from ..converter import convert
-from ..jsonvalues import unwritable
 from ..spans import SpanRecord
 from ..tracefiles import ContentWriter, Quarantine
 from .records import Problem
@@ -214,7 +214,7 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
         conversion = convert(spans.values(), complete=complete)
         trace = conversion.trace
         if check:
-            from ..validation import trace_errors  # the schema validators load only for --check
+            from .._validation import trace_errors  # the schema validators load only for --check
 
             errors = trace_errors(trace)
             if errors:

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
+from .._jsonvalues import json_bytes
 from .._ray import ray_session
-from ..jsonvalues import json_bytes
 from ..spans import SpanRecord, to_dump
 from .outputs import Converted, ConvertSummary, Options, Outputs, convert_one, record_converted
 from .readers import read_file
