@@ -19,10 +19,10 @@ _TARGETS = {
     ],
     "autogen": [],
     "common": [
-        ("orch_otel.invocation", "Invocation", ("start", "end")),
+        ("orch_otel._invocation", "Invocation", ("start", "end")),
         ("orch_otel.recorder", "Recorder", ("message", "aggregate")),
         # module functions, wrapped where each caller looks them up
-        ("orch_otel.invocation", None, ("decision_event", "content_into")),
+        ("orch_otel._invocation", None, ("decision_event", "content_into")),
         ("orch_otel.recorder", None, ("decision_event", "content_into")),
         ("orch_otel.content", "ContentPolicy", ("apply",)),
         ("opentelemetry.sdk.trace", "Tracer", ("start_span",)),

@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from orch_otel import testing
-from orch_otel.validation import trace_errors
+from orch_otel._validation import trace_errors
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_DIR = Path(os.environ.get("ORCH_OTEL_SEED_DIR", REPO.parent / "shared" / "reference"))

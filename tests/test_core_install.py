@@ -142,7 +142,7 @@ def _pre_instrument(tmp_path: Path, *, sdk_configured: bool) -> subprocess.Compl
              "trace.set_tracer_provider(TracerProvider())\n") if sdk_configured else ""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ORCH_OTEL_"))}
     env.update(OTEL_TRACES_EXPORTER="orch_otel", ORCH_OTEL_TRACE_DIR=str(tmp_path))
-    code = setup + "from orch_otel.zero_code import pre_instrument\npre_instrument()\n"
+    code = setup + "from orch_otel._zero_code import pre_instrument\npre_instrument()\n"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
 
 

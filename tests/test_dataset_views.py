@@ -310,12 +310,12 @@ def test_steps_of_same_named_parallel_agents_go_to_their_own_invocation():
     {"name": "add", "description": "Add.", "input_schema": {"type": "object"}},  # Anthropic, as ChatAnthropic binds
 ])
 def test_offered_tools_read_every_bound_form(tmp_path, recorded_form):
-    from orch_otel.datasets.reader import ContentStore
     from orch_otel.datasets.views import offered_tools
+    from orch_otel.tracefiles import ContentIndex
 
     text = json.dumps([recorded_form, {"description": "no name: left out"}])
     (tmp_path / "content-1.jsonl").write_text(json.dumps({"ref": "b2:tools", "text": text}) + "\n")
-    store = ContentStore([str(tmp_path)])
+    store = ContentIndex([str(tmp_path)])
     assert offered_tools(store, "b2:tools") == [
         {"type": "function", "function": {"name": "add", "description": "Add.", "parameters": {"type": "object"}}}]
     assert offered_tools(store, "b2:absent") == [] and offered_tools(store, None) == []

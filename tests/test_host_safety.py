@@ -9,7 +9,7 @@ import logging
 import pytest
 
 import orch_otel
-from orch_otel import faults
+from orch_otel import _faults as faults
 from orch_otel.recorder import Recorder, get_recorder, set_recorder
 
 WRONG_CALLS = {

@@ -20,6 +20,7 @@ from offline_support import otlp_line
 
 import orch_otel
 from orch_otel import Attr, convert
+from orch_otel._validation import contract_errors
 from orch_otel.datasets.credit import Credit
 from orch_otel.datasets.metrics import count_steps
 from orch_otel.integrations.autogen import AutoGenInstrumentor
@@ -27,7 +28,6 @@ from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.offline import convert_inputs
 from orch_otel.spans import SpanRecord
 from orch_otel.tracefiles import read_lines
-from orch_otel.validation import contract_errors
 
 langgraph_instrumented = instrumentor_fixture(LangGraphInstrumentor)
 autogen_instrumented = instrumentor_fixture(AutoGenInstrumentor)

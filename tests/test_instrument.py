@@ -93,7 +93,7 @@ def test_user_provider_is_used_and_flush_writes(run_python, tmp_path):
 
 def test_exporter_is_registered_for_zero_code_setups():
     names = {ep.name: ep.value for ep in entry_points(group="opentelemetry_traces_exporter")}
-    assert names.get("orch_otel") == "orch_otel.zero_code:ZeroCodeExporter"
+    assert names.get("orch_otel") == "orch_otel._zero_code:ZeroCodeExporter"
 
 
 def test_opentelemetry_instrument_writes_traces_with_no_code(run_zero_code, tmp_path):

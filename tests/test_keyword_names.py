@@ -15,7 +15,8 @@ import pytest
 from conftest import REPO, events_of
 
 import orch_otel
-from orch_otel import _renamed, faults
+from orch_otel import _faults as faults
+from orch_otel import _renamed
 from orch_otel.content import ContentPolicy
 from orch_otel.recorder import Recorder
 from orch_otel.vocabulary import Attr

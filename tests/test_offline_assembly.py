@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from orch_otel.assembly import ADDED, CONFLICT, DUPLICATE, LATE, StreamAssembler
+from orch_otel._assembly import ADDED, CONFLICT, DUPLICATE, LATE, StreamAssembler
 from orch_otel.spans import SpanRecord
 
 T0 = 1_700_000_000_000_000_000

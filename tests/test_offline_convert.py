@@ -135,7 +135,7 @@ def test_an_unconvertible_trace_is_quarantined_whole(tmp_path, monkeypatch):
     def broken_converter(spans, complete=True):
         raise ValueError("converter bug")
 
-    monkeypatch.setattr("orch_otel.offline.pipeline.convert", broken_converter)  # the defensive path only
+    monkeypatch.setattr("orch_otel.offline.outputs.convert", broken_converter)  # the defensive path only
     span = SpanRecord(TID, "1000000000000001", None, "chat m", T0, T0 + 1, attributes={"gen_ai.operation.name": "chat"})
     src = tmp_path / "in.json"
     src.write_bytes(otlp_line([span]))
@@ -171,7 +171,7 @@ def test_check_quarantines_traces_that_break_the_contract(tmp_path, monkeypatch,
         conversion.trace["events"] = [e for e in conversion.trace["events"] if e.get("decision") != "stop"]
         return conversion
 
-    monkeypatch.setattr("orch_otel.offline.pipeline.convert", convert_without_stops)
+    monkeypatch.setattr("orch_otel.offline.outputs.convert", convert_without_stops)
     root = SpanRecord(TID, "1000000000000002", None, "w", T0, T0 + 2,
                       attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "w"})
     child = SpanRecord(TID, "1000000000000001", root.span_id, "invoke_agent x", T0, T0 + 1,

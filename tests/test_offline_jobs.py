@@ -9,7 +9,7 @@ from offline_support import demo_logs, otlp_line
 
 from orch_otel.cli import main
 from orch_otel.offline import Options, convert_inputs
-from orch_otel.offline.pipeline import owner
+from orch_otel.offline.local import owner
 from orch_otel.spans import SpanRecord
 from orch_otel.tracefiles import load_contents
 

@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_receiver import OTLPReceiver, free_port
 
+from orch_otel._configure import otlp_exporter
 from orch_otel.cli import main
-from orch_otel.configure import otlp_exporter
 from orch_otel.exporters.durable import DurableBatchSpanProcessor
 from orch_otel.exporters.rejections import REJECTED_FILE, UNREADABLE_FILE, Refusal, deliver
 from orch_otel.exporters.spool import SpanSpool, spool_files

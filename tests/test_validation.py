@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orch_otel import demo, testing
-from orch_otel.validation import _fast_validator, _validator, contract_errors, schema_errors, trace_errors
+from orch_otel._validation import _fast_validator, _validator, contract_errors, schema_errors, trace_errors
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,6 @@ def assert_zero_code_installed() -> None:
     metadata, not the source tree: fail clearly when it is older than pyproject.toml."""
     exporter = {ep.name: ep.value for ep in entry_points(group="opentelemetry_traces_exporter")}.get("orch_otel")
     hook = {ep.name: ep.value for ep in entry_points(group="opentelemetry_pre_instrument")}.get("orch_otel")
-    assert (exporter, hook) == ("orch_otel.zero_code:ZeroCodeExporter", "orch_otel.zero_code:pre_instrument"), (
+    assert (exporter, hook) == ("orch_otel._zero_code:ZeroCodeExporter", "orch_otel._zero_code:pre_instrument"), (
         "the installed orch-otel entry points are stale (pyproject.toml changed): pip install -e ."
     )

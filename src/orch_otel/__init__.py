@@ -13,11 +13,8 @@ Hand-written agents use the decorators and helpers::
     orch_otel.delegate("writer", options=["writer", "critic"])
 """
 
-from ._version import __version__
-from .configure import Instrumentation, flush, instrument, uninstrument
-from .content import ContentPolicy
-from .converter import Conversion, convert
-from .decorators import (
+from ._configure import Instrumentation, flush, instrument, uninstrument
+from ._decorators import (
     agent,
     aggregate,
     delegate,
@@ -30,6 +27,9 @@ from .decorators import (
     tool,
     workflow,
 )
+from ._version import __version__
+from .content import ContentPolicy
+from .converter import Conversion, convert
 from .recorder import Recorder, get_recorder, set_recorder
 from .redaction import redact_secrets
 from .spans import SpanRecord

@@ -16,7 +16,7 @@ import warnings
 from types import FrameType
 from typing import Any
 
-from .faults import is_strict
+from ._faults import is_strict
 
 _log = logging.getLogger("orch_otel")
 _warned: set[tuple[str, str]] = set()

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from . import env
+from . import _env as env
 from .redaction import redact_secrets
 
 __all__ = ["Content", "ContentPolicy"]

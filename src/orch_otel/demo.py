@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
-from . import decorators as oo
+from . import _decorators as oo
+
+__all__ = ["run"]
 
 TOPICS = ("web", "papers", "code")
 

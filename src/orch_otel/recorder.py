@@ -22,11 +22,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from ._renamed import renamed_keyword
-from ._version import __version__
-from .content import ContentPolicy
-from .faults import is_strict
-from .invocation import (
+from ._faults import is_strict
+from ._invocation import (
     CANCELLED,
     ERROR,
     HANDOFF,
@@ -43,6 +40,9 @@ from .invocation import (
     names,
     put,
 )
+from ._renamed import renamed_keyword
+from ._version import __version__
+from .content import ContentPolicy
 from .vocabulary import (
     CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,

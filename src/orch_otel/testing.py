@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
-from .configure import global_provider
+from ._configure import global_provider
 from .converter import Conversion, convert
 from .spans import SpanRecord, from_readable_span
 

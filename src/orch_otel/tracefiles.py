@@ -1,9 +1,16 @@
 """Trace files and the content store: how replayable traces sit on disk.
 
 A trace directory holds ``traces-*.jsonl`` (one trace per line) and, when
-content capture is on, ``content-*.jsonl`` beside them: one
+content capture is on, ``content-*.jsonl`` beside them (in ``content/``): one
 ``{"ref": ..., "text": ...}`` per line, where ``text`` is the redacted JSON
 text whose hash is ``ref``.
+
+Here: finding trace files (:func:`trace_files`) and their content folders
+(:func:`content_dirs`); the one line reader (:func:`file_lines`, and
+:func:`read_lines` for parsed lines); writing (:class:`LineFile`,
+:class:`ContentWriter`, :class:`TraceWriter`); reading contents back
+(:class:`ContentIndex`, :func:`load_contents`); and the quarantine file that
+bad input is set aside in (:class:`Quarantine`).
 """
 
 from __future__ import annotations
@@ -12,10 +19,10 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -32,6 +39,15 @@ def numbered_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
         if lineno == 1 and raw.startswith(BOM):
             raw = raw[len(BOM):]
         yield lineno, raw
+
+
+def file_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of each non-empty line of a trace (or content)
+    file, the line end kept: the one reader of trace lines."""
+    with open(path, "rb") as handle:
+        for lineno, raw in numbered_lines(handle):
+            if raw.strip():
+                yield lineno, raw
 
 
 class LineFile:
@@ -93,8 +109,8 @@ def _last_line_end(fd: int, size: int) -> int:
     return 0
 
 
-class ContentStore:
-    """One content-store file, created on its first write. Each ref is written
+class ContentWriter:
+    """One content-store file, written: created on its first write. Each ref is written
     once; the last ``limit`` refs written are remembered, so memory stays bounded."""
 
     def __init__(self, path: Path, *, append: bool, limit: int = 100_000) -> None:
@@ -136,7 +152,7 @@ class TraceWriter:
         self.trace_path = self.directory / f"traces-{stem}.jsonl"
         self.content_path = self.directory / "content" / f"content-{stem}.jsonl"
         self._traces = LineFile(self.trace_path, append=True)
-        self._contents = ContentStore(self.content_path, append=True, limit=max_remembered_refs)
+        self._contents = ContentWriter(self.content_path, append=True, limit=max_remembered_refs)
         self._lock = threading.Lock()
 
     def write(self, trace: dict[str, Any], contents: dict[str, str] | None = None) -> None:
@@ -151,6 +167,17 @@ class TraceWriter:
         with self._lock:
             self._traces.close()
             self._contents.close()
+
+
+def content_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The folders whose content store goes with the inputs: each input
+    directory, and the folder of each input file (searched for ``content-*.jsonl``)."""
+    dirs: dict[str, None] = {}
+    for raw in paths:
+        path = Path(raw)
+        base = path if path.is_dir() else path.parent
+        dirs[str(base)] = None
+    return list(dirs)
 
 
 def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -184,19 +211,16 @@ class Line:
 
 def read_lines(path: Path) -> Iterator[Line]:
     """Each non-empty line of a trace file, parsed, or with the parse error."""
-    with open(path, "rb") as handle:
-        for lineno, raw in numbered_lines(handle):
-            if not raw.strip():
-                continue
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                yield Line(path, lineno, None, f"malformed JSON (column {exc.colno}): {exc.msg}")
-                continue
-            if not isinstance(value, dict):
-                yield Line(path, lineno, None, f"expected a JSON object, got {type(value).__name__}")
-                continue
-            yield Line(path, lineno, value)
+    for lineno, raw in file_lines(path):
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            yield Line(path, lineno, None, f"malformed JSON (column {exc.colno}): {exc.msg}")
+            continue
+        if not isinstance(value, dict):
+            yield Line(path, lineno, None, f"expected a JSON object, got {type(value).__name__}")
+            continue
+        yield Line(path, lineno, value)
 
 
 def load_contents(directory: str | os.PathLike[str]) -> dict[str, str]:
@@ -207,3 +231,111 @@ def load_contents(directory: str | os.PathLike[str]) -> dict[str, str]:
             if line.trace is not None and "ref" in line.trace:
                 contents[str(line.trace["ref"])] = str(line.trace.get("text"))
     return contents
+
+
+class ContentIndex:
+    """ref -> content text, read back lazily from the ``content-*.jsonl`` files under ``directories``.
+
+    Only (file, offset) is held per ref, so memory grows with the number of
+    refs, not with the size of the content.
+    """
+
+    def __init__(self, directories: Sequence[str]):
+        self.directories = list(directories)
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._files: list[Path] = []
+        self._handles: dict[int, IO[bytes]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled into Ray workers: index rebuilt there
+        return {"directories": self.directories}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["directories"])  # type: ignore[misc]
+
+    def _build(self) -> dict[str, tuple[int, int]]:
+        index: dict[str, tuple[int, int]] = {}
+        seen: set[Path] = set()
+        for directory in self.directories:
+            for path in sorted(Path(directory).rglob("content-*.jsonl")):
+                if path in seen:
+                    continue
+                seen.add(path)
+                file_no = len(self._files)
+                self._files.append(path)
+                offset = 0
+                with open(path, "rb") as handle:
+                    for raw in handle:
+                        start, offset = offset, offset + len(raw)
+                        if start == 0 and raw.startswith(BOM):  # the text starts after the byte order mark
+                            start, raw = len(BOM), raw[len(BOM):]
+                        ref_at = raw.find(b'"ref":')
+                        if ref_at < 0:
+                            continue
+                        try:
+                            ref = orjson.loads(raw).get("ref")
+                        except (orjson.JSONDecodeError, AttributeError):
+                            continue
+                        if isinstance(ref, str):
+                            index[ref] = (file_no, start)
+        return index
+
+    def __len__(self) -> int:
+        if self._index is None:
+            self._index = self._build()
+        return len(self._index)
+
+    def get(self, ref: str | None) -> str | None:
+        """The JSON text stored for ``ref``, or None when it was not captured."""
+        if not ref:
+            return None
+        if self._index is None:
+            self._index = self._build()
+        where = self._index.get(ref)
+        if where is None:
+            return None
+        file_no, offset = where
+        handle = self._handles.get(file_no)
+        if handle is None:
+            handle = self._handles[file_no] = open(self._files[file_no], "rb")
+        handle.seek(offset)
+        text = orjson.loads(handle.readline()).get("text")
+        return text if isinstance(text, str) else None
+
+    def value(self, ref: str | None) -> Any:
+        """The stored content decoded from its JSON text (None when absent)."""
+        text = self.get(ref)
+        if text is None:
+            return None
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+
+class Quarantine:
+    """A JSON-lines file that bad input is set aside in, one record a line,
+    created with its first record (``orch-otel convert``'s ``OUT.quarantine``,
+    ``orch-otel dataset``'s ``VIEW.rejects.jsonl``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.count = 0
+        self._handle: IO[bytes] | None = None
+
+    def add(self, record: bytes) -> None:
+        """Write one record (a JSON object, without the newline)."""
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open(self.path, "wb")
+        self._handle.write(record + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None

@@ -17,7 +17,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from ..offline.pipeline import EXIT_NO_INPUT, Options, Summary, convert_inputs
+from ..offline.outputs import EXIT_NO_INPUT, ConvertSummary, Options, quarantine_path
+from ..offline.pipeline import convert_inputs
 from ..offline.readers import FORMATS_READ
 from ..offline.records import Problem
 from .options import at_least
@@ -72,9 +73,7 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
     return summary.exit_code
 
 
-def _print_summary(console: Console, s: Summary, out: str, quarantine: str | None) -> None:
-    from ..offline.pipeline import quarantine_path
-
+def _print_summary(console: Console, s: ConvertSummary, out: str, quarantine: str | None) -> None:
     q = quarantine or str(quarantine_path(Path(out)))
     console.print(
         f"{s.traces} trace(s) ({s.incomplete} incomplete) from {s.spans} span(s) in {s.files} file(s) -> {out}\n"

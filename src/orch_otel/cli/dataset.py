@@ -9,7 +9,6 @@ trace); 2 usage error or no input. Whenever nothing is written, the previous out
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +16,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..tracefiles import trace_files
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 
@@ -69,8 +67,7 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets import Config, ContentMissing, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
-    from ..datasets.engine import AllRejected
+    from ..datasets import AllRejected, Config, ContentMissing, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
 
     console = Console(stderr=True)
     try:
@@ -83,15 +80,17 @@ def run(args: argparse.Namespace) -> int:
             validate=args.validate,
             prices=_prices(args.price),
         )
-        total = sum(os.path.getsize(p) for p in trace_files(args.inputs) if Path(p).is_file())
     except (OutcomeError, RewardSpecError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[traces]} traces"),
                   TextColumn("{task.fields[rejects]} rejected"), TimeElapsedColumn(), console=console,
                   transient=True) as progress:
-        task = progress.add_task(f"{args.view} ({args.engine})", total=total or None, traces=0, rejects=0)
+        task = progress.add_task(f"{args.view} ({args.engine})", total=None, traces=0, rejects=0)
         counts = {"traces": 0, "rejects": 0}
+
+        def on_files(files: list[Path]) -> None:
+            progress.update(task, total=sum(f.stat().st_size for f in files) or None)
 
         def advance(result: dict) -> None:
             counts["traces"] += "reject" not in result or bool(result.get("is_trace"))
@@ -104,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             summary = build(args.inputs, args.output, config, fmt=args.format, engine=args.engine,
                             allow_unknown_outcomes=args.allow_unknown_outcomes, strict=args.strict,
-                            progress=advance)
-        except (ContentMissing, OutcomeError, RuntimeError, OSError, ValueError) as exc:
+                            progress=advance, on_files=on_files)
+        except (ContentMissing, OutcomeError, ImportError, RuntimeError, OSError, ValueError) as exc:
             # the data cannot make this view: 1; a usage error, no input (NoTraces), an unknown --reward name: 2
             code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected)) else EXIT_USAGE
             console.print(f"[red]error:[/red] {escape(str(exc))}\nnothing written ({escape(args.output)} is left as "

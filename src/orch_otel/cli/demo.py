@@ -10,7 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .. import configure, env
+from .. import _configure as configure
+from .. import _env as env
 from .. import demo as decorator_demo
 from ..tracefiles import read_lines
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.table import Table
 
-from .. import env
+from .. import _env as env
 from ..exporters.rejections import REJECTED_FILE, UNREADABLE_FILE, summarize
 from ..exporters.spool import read_segment, spool_files
 from ..exporters.spool_replay import replay
@@ -79,7 +79,7 @@ def _no_collector(host: str, port: int) -> str | None:
 
 
 def _replay(directory, args: argparse.Namespace) -> int:
-    from ..configure import otlp_exporter
+    from .._configure import otlp_exporter
 
     protocol = args.protocol or env.otlp_protocol() or "http/protobuf"
     endpoint = args.endpoint

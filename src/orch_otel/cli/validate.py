@@ -8,8 +8,8 @@ import sys
 
 from rich.console import Console
 
+from .._validation import trace_errors
 from ..tracefiles import read_lines, trace_files
-from ..validation import trace_errors
 from .options import EXIT_INVALID, EXIT_OK
 from .options import EXIT_USAGE as EXIT_NO_INPUT
 

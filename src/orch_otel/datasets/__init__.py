@@ -9,9 +9,12 @@ Importing this package needs no optional dependency; ``parquet`` / ``hf``
 need ``orch-otel[datasets]`` and ``engine="ray"`` needs ``orch-otel[ray]``.
 """
 
+import warnings
+from typing import Any
+
 from .analysis import VIEWS, Config
 from .credit import STRATEGIES, UNITS
-from .engine import ENGINES, AllRejected, NoTraces, Summary, build
+from .engine import ENGINES, AllRejected, DatasetSummary, NoTraces, build
 from .rewards import OutcomeError, Outcomes, RewardSpec, RewardSpecError
 from .views import ContentMissing
 from .writers import FORMATS
@@ -24,12 +27,19 @@ __all__ = [
     "VIEWS",
     "AllRejected",
     "Config",
+    "DatasetSummary",
     "ContentMissing",
     "NoTraces",
     "OutcomeError",
     "Outcomes",
     "RewardSpec",
     "RewardSpecError",
-    "Summary",
     "build",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Summary":  # its name in 0.1, when orch_otel.offline had another Summary
+        warnings.warn("orch_otel.datasets.Summary is now DatasetSummary", DeprecationWarning, stacklevel=2)
+        return DatasetSummary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ models give it (:class:`orch_otel.models.Event`: the table below is derived
 from the model, so the two stay in step), or, for the converter's fields the
 model leaves open but the views read (``input_ref``, ``input_tokens``, ...),
 the type the converter writes. Nothing may nest more than
-:data:`~orch_otel.jsonvalues.MAX_NESTING` levels. Enum values and the trace
+:data:`~orch_otel._jsonvalues.MAX_NESTING` levels. Enum values and the trace
 contract are ``--validate``'s business; these checks are about types only.
 They cost one pass over each event's fields (roughly a tenth of what parsing
 and building rows cost); a value they do not cover that still cannot be
@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from ..jsonvalues import MAX_NESTING
+from .._jsonvalues import MAX_NESTING
 from ..models import Costs, Event
 
 _WANTS = {

@@ -1,30 +1,31 @@
-"""The dataset pipeline: read lines -> parse and check -> prepare -> view rows
--> writer, with bad lines kept aside. :func:`process_line` is the one
-per-record function; the local engine calls it in a loop, the Ray engine in
-Ray Data tasks, and both feed the same writers in the same order, so their
-outputs are identical."""
+"""The dataset pipeline: find the trace files once -> read lines -> parse and
+check -> prepare -> view rows (:func:`~.rows.process_line`) -> writer, with bad
+lines quarantined (``VIEW.rejects.jsonl``). The local engine runs the rows step
+in a loop here, the Ray engine (:mod:`.ray_engine`) in Ray Data tasks; both
+feed the same writers in the same order, so their outputs are identical."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .analysis import VIEWS, Config, prepare
-from .reader import BadTrace, ContentStore, LineLookup, RawLine, RejectSink, content_dirs, iter_raw_lines, parse_trace
+from ..tracefiles import ContentIndex, ContentWriter, Quarantine, content_dirs, trace_files
+from .analysis import Config
+from .ray_engine import ray_results
+from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
+from .rows import is_own_output, process_line
 from .schema import columns
-from .views import BUILDERS, ContentMissing
+from .views import ContentMissing
 from .writers import open_writer, output_path, partial_path
 
 ENGINES = ("local", "ray")
-_REF_KEYS = ("content_ref", "input_ref", "tools_ref")
 
 
 class NoTraces(ValueError):
@@ -36,7 +37,9 @@ class AllRejected(ValueError):
 
 
 @dataclass
-class Summary:
+class DatasetSummary:
+    """What one ``orch-otel dataset`` run read and wrote (``ConvertSummary`` is the convert command's)."""
+
     view: str
     format: str
     engine: str
@@ -54,39 +57,6 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def process_line(line: RawLine, config: Config, store: ContentStore) -> dict[str, Any]:
-    """One trace line -> its rows, a reject saying why not, or (``missing_content``)
-    the reason a view that needs captured content cannot use this trace."""
-    base = {"where": line.where, "size": len(line.raw) + 1}
-    try:
-        trace = parse_trace(line, validate=config.validate)
-    except BadTrace as exc:
-        return {**base, "reject": str(exc), "line": line.raw.decode("utf-8", "replace")}
-    except RecursionError:  # the checks bound nesting: this is a backstop, never a crash
-        return {**base, "reject": "nested too deeply to check", "line": line.raw.decode("utf-8", "replace")}
-    try:
-        prepared = prepare(trace, config)
-        rows = BUILDERS[config.view](prepared, config, store)
-    except ContentMissing as exc:
-        return {**base, **_identity(trace, line), "missing_content": str(exc)}
-    except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
-        return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
-                "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
-    result = {**base, **_identity(trace, line), "rows": rows}
-    if config.reward is not None:  # for the check that every --reward term names something
-        result["reward_names"] = sorted(prepared.rewards)
-    if config.view == "traces":
-        refs = {e[k] for e in trace["events"] for k in _REF_KEYS if type(e.get(k)) is str}
-        result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
-    return result
-
-
-def _identity(trace: dict[str, Any], line: RawLine) -> dict[str, Any]:
-    """Ids, and a digest of the line to tell a copy of a trace from a different trace under the same id."""
-    return {"trace_id": trace["trace_id"], "task_id": trace["task_id"],
-            "digest": hashlib.blake2b(line.raw, digest_size=16).hexdigest()}
 
 
 class _FirstCopies:
@@ -109,24 +79,28 @@ class _FirstCopies:
         self._seen.pop(trace_id, None)
 
 
-def is_own_output(path: str | os.PathLike[str], outdir: Path) -> bool:
-    """A file this command writes (rejects, non-trace views) found by a
-    directory input: never read back as traces."""
-    path = Path(path).resolve()
-    if path.parent != outdir:
-        return False
-    return path.name.endswith(".rejects.jsonl") or path.name in {f"{v}.jsonl" for v in VIEWS if v != "traces"}
-
-
-def _local_results(inputs: Sequence[str], config: Config, store: ContentStore,
-                   exclude: Path) -> Iterator[dict[str, Any]]:
+def dataset_files(inputs: Sequence[str], outdir: Path) -> list[Path]:
+    """The trace files to read, found once: :func:`~orch_otel.tracefiles.trace_files`
+    less this command's own outputs in ``outdir`` that a directory input found."""
     explicit = {Path(p).resolve() for p in inputs if Path(p).is_file()}
-    skip: dict[str, bool] = {}
-    for line in iter_raw_lines(inputs):
-        if line.path not in skip:
-            skip[line.path] = Path(line.path).resolve() not in explicit and is_own_output(line.path, exclude)
-        if not skip[line.path]:
+    files = []
+    for path in trace_files(inputs):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such trace file")
+        if path.resolve() in explicit or not is_own_output(path, outdir):
+            files.append(path)
+    return files
+
+
+def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Generator[dict[str, Any], None, None]:
+    for path in files:
+        for line in raw_lines(path):
             yield process_line(line, config, store)
+
+
+def _quarantine_record(where: str, error: str, raw: bytes) -> bytes:
+    """A record of the rejects file: where, why, and the line itself."""
+    return orjson.dumps({"where": where, "error": error, "line": raw.decode("utf-8", errors="replace")})
 
 
 def build(
@@ -139,11 +113,16 @@ def build(
     allow_unknown_outcomes: bool = False,
     strict: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
-) -> Summary:
+    on_files: Callable[[list[Path]], None] | None = None,
+) -> DatasetSummary:
     """Write one view of the traces in ``inputs`` to ``outdir``.
 
+    ``on_files`` gets the trace files once they are found (as
+    :func:`orch_otel.offline.convert_inputs`'s does); ``progress`` each line's
+    result as it is written or set aside (``size``: its bytes).
+
     A trace whose LLM calls lack captured content gives no chat / triplets
-    rows: it is skipped and counted (``Summary.traces_skipped``,
+    rows: it is skipped and counted (``DatasetSummary.traces_skipped``,
     ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``.
     A later line with a trace id read already is dropped (``duplicates``;
     ``conflicting_duplicates`` and a reject when it differs from the first).
@@ -158,94 +137,150 @@ def build(
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    inputs = [str(p) for p in inputs]
-    for path in inputs:
+    names = [str(p) for p in inputs]
+    for path in names:
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: no such file or directory")
     out = Path(outdir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: not a folder; -o names the folder to write the dataset into")
+    files = dataset_files(names, out.resolve())
+    if on_files is not None:
+        on_files(files)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    store = ContentStore(content_dirs(inputs))
-    summary = Summary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
+    store = ContentIndex(content_dirs(names))
+    summary = DatasetSummary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
     rejects_path = out / f"{config.view}.rejects.jsonl"
-    rejects = RejectSink(partial_path(rejects_path))
-    rejects.path.unlink(missing_ok=True)
+    quarantine = Quarantine(partial_path(rejects_path))  # the dataset's quarantine file
+    quarantine.path.unlink(missing_ok=True)
     writer = open_writer(out, config.view, fmt, columns(config))
-    contents = _ContentCopy(out) if config.view == "traces" else None
-    trace_ids: set[str] = set()
-    task_ids: set[str] = set()
-    reward_names: set[str] = set()
-    copies = _FirstCopies()
-    lookup = LineLookup()
+    contents_path = out / "content" / "content-traces.jsonl"  # beside the traces: the folder replays on its own
+    contents = ContentWriter(partial_path(contents_path), append=False) if config.view == "traces" else None
+    if contents is not None:
+        contents.path.unlink(missing_ok=True)
+    intake = _Intake(summary, config, writer, quarantine, contents, progress, strict)
+    ok = False
+    results = ray_results(files, config, store.directories) if engine == "ray" else _local_results(files, config, store)
+    try:
+        for result in results:
+            intake.take(result)
+        intake.set_aside(writer.finish())
+        intake.check(names, allow_unknown_outcomes)
+        ok = True
+    finally:
+        results.close()  # the Ray engine leaves Ray by its policy even when the run fails
+        intake.lookup.close()
+        writer.close(ok)
+        quarantine.close()
+        if contents is not None:
+            contents.close()
+        store.close()
+        _finish(quarantine.path, rejects_path, ok)
+        if contents is not None:
+            _finish(contents.path, contents_path, ok)
+        if not ok and created:
+            with contextlib.suppress(OSError):  # the folder this run made, if still empty
+                out.rmdir()
+    summary.rows_written = writer.rows
+    summary.rejects = quarantine.count
+    summary.rejects_path = str(rejects_path) if quarantine.count else None
+    summary_path = out / f"{config.view}.summary.json"
+    partial_path(summary_path).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
+    os.replace(partial_path(summary_path), summary_path)
+    return summary
 
-    def set_aside(traces: list[tuple[tuple[str, str], str]]) -> None:
+
+def _finish(partial: Path, final: Path, ok: bool) -> None:
+    """A run that succeeded: its file over the old one, and with no file this
+    run the old one goes (it described another run). A run that failed: its
+    file goes, the old one stays."""
+    if not ok:
+        partial.unlink(missing_ok=True)
+    elif partial.exists():
+        os.replace(partial, final)
+    else:
+        final.unlink(missing_ok=True)
+
+
+class _Intake:
+    """What one build does with each line's result, in input order: rows to the
+    writer, bad lines and later copies of a trace to the quarantine, and the
+    counts and ids that the checks after the last line need."""
+
+    def __init__(self, summary: DatasetSummary, config: Config, writer: Any, quarantine: Quarantine,
+                 contents: ContentWriter | None, progress: Callable[[dict[str, Any]], None] | None,
+                 strict: bool) -> None:
+        self.summary, self.config, self.writer, self.quarantine = summary, config, writer, quarantine
+        self.contents, self.progress, self.strict = contents, progress, strict
+        self.trace_ids: set[str] = set()
+        self.task_ids: set[str] = set()
+        self.reward_names: set[str] = set()
+        self.copies = _FirstCopies()
+        self.lookup = LineLookup()
+
+    def take(self, result: dict[str, Any]) -> None:
+        summary, config, quarantine = self.summary, self.config, self.quarantine
+        first = None if "reject" in result else self.copies.first_of(result)
+        if "reject" in result:
+            summary.traces_read += bool(result.get("is_trace"))
+            quarantine.add(_quarantine_record(result["where"], result["reject"], result["line"].encode()))
+        elif first is not None:  # a later copy of a trace read already: the first is kept
+            summary.traces_read += 1
+            if first[0] == result["digest"]:
+                summary.duplicates += 1
+            else:
+                summary.conflicting_duplicates += 1
+                result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
+                          f"(the first copy, {first[1]}, is kept)", "is_trace": True}
+                quarantine.add(_quarantine_record(result["where"], result["reject"], self.lookup(result["where"])))
+        elif "missing_content" in result:
+            summary.traces_read += 1
+            if self.strict:
+                raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
+            summary.traces_skipped += 1
+            summary.skipped_trace_ids.append(result["trace_id"])
+            if config.outcomes is not None:  # read, so its outcome rows match a trace
+                self.trace_ids.add(result["trace_id"])
+                self.task_ids.add(result["task_id"])
+        else:
+            summary.traces_read += 1
+            summary.traces_used += 1
+            self.set_aside(self.writer.write(result["rows"], (result["where"], result["trace_id"])))
+            self.reward_names.update(result.get("reward_names", ()))
+            if config.outcomes is not None:
+                self.trace_ids.add(result["trace_id"])
+                self.task_ids.add(result["task_id"])
+            if self.contents is not None:
+                self.contents.add(dict(result["contents"]))
+        if self.progress is not None:
+            self.progress(result)
+
+    def set_aside(self, traces: list[tuple[tuple[str, str], str]]) -> None:
         """Traces whose rows the writer could not take (content or a value the checks let through): rejected."""
         for (where, trace_id), why in traces:
-            summary.traces_used -= 1
-            copies.forget(trace_id)
-            reject = {"where": where, "reject": f"cannot write {config.view} rows: {why}", "is_trace": True}
-            rejects.add(where, reject["reject"], lookup(where))
-            if progress is not None:
-                progress(reject)
+            self.summary.traces_used -= 1
+            self.copies.forget(trace_id)
+            reason = f"cannot write {self.config.view} rows: {why}"
+            self.quarantine.add(_quarantine_record(where, reason, self.lookup(where)))
+            if self.progress is not None:
+                self.progress({"where": where, "reject": reason, "is_trace": True})
 
-    ok = False
-    try:
-        if engine == "ray":
-            from .ray_engine import ray_results
-
-            results = ray_results(inputs, config, store.directories, out.resolve())
-        else:
-            results = _local_results(inputs, config, store, out.resolve())
-        for result in results:
-            first = None if "reject" in result else copies.first_of(result)
-            if "reject" in result:
-                summary.traces_read += bool(result.get("is_trace"))
-                rejects.add(result["where"], result["reject"], result["line"].encode())
-            elif first is not None:  # a later copy of a trace read already: the first is kept
-                summary.traces_read += 1
-                if first[0] == result["digest"]:
-                    summary.duplicates += 1
-                else:
-                    summary.conflicting_duplicates += 1
-                    result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
-                              f"(the first copy, {first[1]}, is kept)", "is_trace": True}
-                    rejects.add(result["where"], result["reject"], lookup(result["where"]))
-            elif "missing_content" in result:
-                summary.traces_read += 1
-                if strict:
-                    raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
-                summary.traces_skipped += 1
-                summary.skipped_trace_ids.append(result["trace_id"])
-                if config.outcomes is not None:  # read, so its outcome rows match a trace
-                    trace_ids.add(result["trace_id"])
-                    task_ids.add(result["task_id"])
-            else:
-                summary.traces_read += 1
-                summary.traces_used += 1
-                set_aside(writer.write(result["rows"], (result["where"], result["trace_id"])))
-                reward_names.update(result.get("reward_names", ()))
-                if config.outcomes is not None:
-                    trace_ids.add(result["trace_id"])
-                    task_ids.add(result["task_id"])
-                if contents is not None:
-                    contents.add(result["contents"])
-            if progress is not None:
-                progress(result)
-        set_aside(writer.finish())
+    def check(self, names: list[str], allow_unknown_outcomes: bool) -> None:
+        """After the last line: something to write, every --reward term known, every outcome row matched."""
+        summary, config, rejected = self.summary, self.config, self.quarantine.count
         if not summary.traces_used and not summary.traces_skipped:
-            if not rejects.count:
-                raise NoTraces(f"no trace found in {', '.join(inputs)} (trace files are *.jsonl, one trace per line, "
+            if not rejected:
+                raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "
                                "as written by orch_otel.instrument() or `orch-otel convert`)")
-            raise AllRejected(f"all {rejects.count} line(s) read were rejected (reasons above): no trace to build "
+            raise AllRejected(f"all {rejected} line(s) read were rejected (reasons above): no trace to build "
                               f"{config.view} rows from")
         if config.reward is not None:
-            unknown = unknown_reward_terms(config.reward, reward_names, config.outcome_fields)
+            unknown = unknown_reward_terms(config.reward, self.reward_names, config.outcome_fields)
             if unknown:
                 raise unknown
         if config.outcomes is not None:
-            summary.unknown_outcomes = config.outcomes.unknown(trace_ids, task_ids)
+            summary.unknown_outcomes = config.outcomes.unknown(self.trace_ids, self.task_ids)
             if summary.unknown_outcomes and not allow_unknown_outcomes:
                 shown = summary.unknown_outcomes[:20]
                 more = len(summary.unknown_outcomes) - len(shown)
@@ -254,63 +289,3 @@ def build(
                     "(pass --allow-unknown-outcomes to write the dataset anyway):\n  "
                     + "\n  ".join(shown) + (f"\n  ... and {more} more" if more else "")
                 )
-        ok = True
-    finally:
-        lookup.close()
-        writer.close(ok)
-        rejects.close()
-        if contents is not None:
-            contents.close(ok)
-        store.close()
-        if ok:
-            _put_in_place(rejects.path, rejects_path)
-        else:
-            rejects.path.unlink(missing_ok=True)
-            if created:
-                with contextlib.suppress(OSError):  # the folder this run made, if still empty
-                    out.rmdir()
-    summary.rows_written = writer.rows
-    summary.rejects = rejects.count
-    summary.rejects_path = str(rejects_path) if rejects.count else None
-    summary_path = out / f"{config.view}.summary.json"
-    partial_path(summary_path).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
-    os.replace(partial_path(summary_path), summary_path)
-    return summary
-
-
-def _put_in_place(partial: Path, final: Path) -> None:
-    """This run's file over the old one; no file this run: the old one goes (it described another run)."""
-    if partial.exists():
-        os.replace(partial, final)
-    else:
-        final.unlink(missing_ok=True)
-
-
-class _ContentCopy:
-    """The content a re-written trace refers to, copied beside it so the
-    output folder is a replayable trace directory on its own."""
-
-    def __init__(self, outdir: Path):
-        self.path = outdir / "content" / "content-traces.jsonl"
-        self.partial = partial_path(self.path)
-        self.partial.unlink(missing_ok=True)
-        self.seen: set[str] = set()
-        self._handle = None
-
-    def add(self, pairs: list[list[str]]) -> None:
-        for ref, text in pairs:
-            if ref in self.seen:
-                continue
-            self.seen.add(ref)
-            if self._handle is None:
-                self.partial.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = open(self.partial, "wb")
-            self._handle.write(orjson.dumps({"ref": ref, "text": text}) + b"\n")
-
-    def close(self, ok: bool = True) -> None:
-        if self._handle is not None:
-            self._handle.close()
-        if ok:
-            _put_in_place(self.partial, self.path)
-        else:
-            self.partial.unlink(missing_ok=True)

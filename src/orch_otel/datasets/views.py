@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from ..tracefiles import ContentIndex
 from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
 from .messages import as_seen_by, extend_conversation, fingerprint, normalize_messages, normalize_output
-from .reader import ContentStore
 
 CAPTURE_HINT = (
     "the {view} view needs captured content (prompts and replies), and trace {trace_id} "
@@ -39,7 +39,7 @@ class ContentMissing(RuntimeError):
     """A view that needs captured content got a trace without it."""
 
 
-def _item(kind: str, ref: str | None, store: ContentStore, always: bool = False, **extra: Any) -> dict[str, Any] | None:
+def _item(kind: str, ref: str | None, store: ContentIndex, always: bool = False, **extra: Any) -> dict[str, Any] | None:
     if not ref and not always:
         return None
     item = {"kind": kind, **{k: v for k, v in extra.items() if v is not None}}
@@ -62,7 +62,7 @@ def _action(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+def decision_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     rows = []
     last_llm: dict[tuple[str, Any], dict[str, Any]] = {}
     inbox: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -116,7 +116,7 @@ def decision_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict
     return rows
 
 
-def _tool_call(p: Prepared, turn: Turn, i: int, store: ContentStore) -> dict[str, Any]:
+def _tool_call(p: Prepared, turn: Turn, i: int, store: ContentIndex) -> dict[str, Any]:
     call = p.events[i]
     result = p.events[turn.tool_results[i]] if i in turn.tool_results else None
     out: dict[str, Any] = {"tool": call.get("tool"), "call_id": call.get("call_id"), "event_id": call["id"],
@@ -130,7 +130,7 @@ def _tool_call(p: Prepared, turn: Turn, i: int, store: ContentStore) -> dict[str
     return out
 
 
-def _turn_content(p: Prepared, e: dict[str, Any], store: ContentStore, view: str, need: bool):
+def _turn_content(p: Prepared, e: dict[str, Any], store: ContentIndex, view: str, need: bool):
     in_ref, out_ref = e.get("input_ref"), e.get("content_ref")
     inp = store.value(in_ref) if in_ref else None
     out = store.value(out_ref) if out_ref else None
@@ -142,7 +142,7 @@ def _turn_content(p: Prepared, e: dict[str, Any], store: ContentStore, view: str
     return messages, output
 
 
-def _contents(p: Prepared, turns: list[Turn], store: ContentStore, view: str, need: bool):
+def _contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str, need: bool):
     """Each turn's (prompt, output), the prompt as its agent's side of the
     conversation (:func:`~.messages.as_seen_by`): another agent's turns in it
     are input, never this agent's own."""
@@ -155,7 +155,7 @@ def _contents(p: Prepared, turns: list[Turn], store: ContentStore, view: str, ne
             for t, (messages, output) in zip(turns, raw)]
 
 
-def turn_rows(p: Prepared, config: Config, store: ContentStore, turns: list[Turn] | None = None,
+def turn_rows(p: Prepared, config: Config, store: ContentIndex, turns: list[Turn] | None = None,
               need_content: bool = False) -> list[dict[str, Any]]:
     rows = []
     base = p.base
@@ -208,7 +208,7 @@ def _tool_schema(name: str, arguments: Any) -> dict[str, Any]:
     return function_tool(name, "", {"type": "object", "properties": props})
 
 
-def offered_tools(store: ContentStore, ref: str | None) -> list[dict[str, Any]]:
+def offered_tools(store: ContentIndex, ref: str | None) -> list[dict[str, Any]]:
     """The tool definitions recorded for a model call (``tools_ref``), in the
     OpenAI function format; [] when none were captured. Accepts the OpenAI
     form, a bare ``{name, description, parameters}`` and Anthropic's
@@ -233,7 +233,7 @@ def _context(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, **CONTEXT} if message["role"] == "assistant" else message
 
 
-def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+def chat_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     turns = find_turns(p.events)
     turn_data = turn_rows(p, config, store, turns, need_content=True)
     episodes: dict[tuple[str, int], list[tuple[Turn, dict[str, Any]]]] = {}
@@ -281,7 +281,7 @@ def chat_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str
     return rows
 
 
-def triplet_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+def triplet_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     rows = []
     credit_keys = [f"credit_{s}" for s in config.strategies]
     for row in turn_rows(p, config, store, need_content=True):
@@ -307,7 +307,7 @@ def triplet_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[
     return rows
 
 
-def trace_rows(p: Prepared, config: Config, store: ContentStore) -> list[dict[str, Any]]:
+def trace_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     return [p.rewritten(config)]
 
 

@@ -15,7 +15,8 @@ from typing import IO, Any
 
 import orjson
 
-from ..jsonvalues import unwritable
+from .._jsonvalues import unwritable
+from .schema import arrow_schema
 
 FORMATS = ("jsonl", "parquet", "hf")
 BATCH_ROWS = 2_000
@@ -101,8 +102,6 @@ class ParquetWriter:
     def __init__(self, path: Path, columns: list[tuple[str, str]], fmt: str = "parquet"):
         self.pa = _need("pyarrow", fmt)
         self.pq = _need("pyarrow.parquet", fmt)
-        from .schema import arrow_schema
-
         self.path = path
         self.tmp = partial_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Exporters: the live replayable-trace exporter (its assembler is ``orch_otel.assembly``)."""
+"""Exporters: the live replayable-trace exporter (its assembler is ``orch_otel._assembly``)."""
 
 from .trace_file import TraceFileExporter
 

@@ -19,8 +19,8 @@ from opentelemetry import metrics
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from .._faults import log_fault
 from .._version import __version__
-from ..faults import log_fault
 
 _log = logging.getLogger(__name__)
 _WARN_EVERY_S = 10.0

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .. import env
-from ..faults import log_fault
+from .. import _env as env
+from .._faults import log_fault
 from ..spans import SpanRecord, from_readable_span, to_readable_span
 from .batching import AccountedBatchSpanProcessor, LossReport
 from .rejections import Refusal, SetAside, deliver

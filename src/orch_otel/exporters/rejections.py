@@ -33,7 +33,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ..faults import log_fault
+from .._faults import log_fault
 from ..spans import SpanRecord, from_readable_span, to_dump
 
 _log = logging.getLogger(__name__)

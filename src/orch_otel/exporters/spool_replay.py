@@ -18,7 +18,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ..faults import log_fault
+from .._faults import log_fault
 from ..spans import to_readable_span
 from .rejections import Refusal, SetAside, deliver, quarantine_lines
 from .spool import CLOSED, segment_lines, spool_files, writer_pid

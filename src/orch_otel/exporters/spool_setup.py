@@ -19,7 +19,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ..faults import log_fault
+from .._faults import log_fault
 from .batching import AccountedBatchSpanProcessor
 from .durable import DurableBatchSpanProcessor
 

@@ -3,7 +3,7 @@ span ends. Use it behind the SDK's ``BatchSpanProcessor`` (as ``instrument()``
 does) so conversion and file writes stay off the application's threads.
 
 ``OTEL_TRACES_EXPORTER=orch_otel`` (zero code) uses its subclass
-``orch_otel.zero_code.ZeroCodeExporter``, which adds spooled OTLP export.
+``orch_otel._zero_code.ZeroCodeExporter``, which adds spooled OTLP export.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .. import env
-from ..assembly import Released, StreamAssembler
+from .. import _env as env
+from .._assembly import Released, StreamAssembler
+from .._faults import log_fault
 from ..converter import convert
-from ..faults import log_fault
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 

@@ -26,7 +26,7 @@ from types import ModuleType
 
 import wrapt
 
-from ..faults import log_fault
+from .._faults import log_fault
 
 _log = logging.getLogger(__name__)
 

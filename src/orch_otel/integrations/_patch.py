@@ -22,7 +22,7 @@ from typing import Any
 
 import wrapt
 
-from ..faults import log_fault
+from .._faults import log_fault
 from ..recorder import Recorder, get_recorder
 
 _log = logging.getLogger(__name__)

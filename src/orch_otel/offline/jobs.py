@@ -1,7 +1,7 @@
 """``orch-otel convert --jobs N``: the local engine on N processes.
 
 Every job reads every input, but keeps only the traces it owns (by trace id,
-:func:`~orch_otel.offline.pipeline.owner`), so all the spans of a trace meet
+:func:`~orch_otel.offline.local.owner`), so all the spans of a trace meet
 in one job and each job runs the plain local engine on its share. Reading and
 parsing are repeated in every job; decoding, assembly, conversion and writing
 are split. That buys wall-clock time with spare cores: N jobs cost more CPU in
@@ -30,7 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .pipeline import Options, Outputs, Summary, run_local
+from .local import run_local
+from .outputs import ConvertSummary, Options, Outputs
 
 
 def job_count(requested: int) -> int:
@@ -45,7 +46,7 @@ def _job(job: int, jobs: int, files: list[str], part: str, options: Options, res
     if progress is not None:
         progress.cancel_join_thread()  # exit even if the parent stopped reading progress: it is only a display
     try:
-        summary = Summary()
+        summary = ConvertSummary()
         outputs = Outputs(Path(part))
         on_bytes = (lambda path, n: progress.put((str(path), n))) if progress is not None else None
         try:
@@ -59,7 +60,7 @@ def _job(job: int, jobs: int, files: list[str], part: str, options: Options, res
         results.put((job, None, traceback.format_exc()))
 
 
-def run_jobs(files: list[Path], outputs: Outputs, options: Options, summary: Summary,
+def run_jobs(files: list[Path], outputs: Outputs, options: Options, summary: ConvertSummary,
              on_bytes: Callable[[Path, int], None] | None = None) -> None:
     jobs = job_count(options.jobs)
     summary.files += len(files)
@@ -87,8 +88,8 @@ def run_jobs(files: list[Path], outputs: Outputs, options: Options, summary: Sum
             outputs.absorb(parts[k])
 
 
-def _wait(procs: list[Any], results: Any, progress: Any, on_bytes: Callable[[Path, int], None] | None) -> dict[int, Summary]:
-    done: dict[int, Summary] = {}
+def _wait(procs: list[Any], results: Any, progress: Any, on_bytes: Callable[[Path, int], None] | None) -> dict[int, ConvertSummary]:
+    done: dict[int, ConvertSummary] = {}
     while len(done) < len(procs):
         while True:  # forward job 0's progress
             try:

@@ -16,7 +16,7 @@ import binascii
 import math
 from typing import Any
 
-from ..jsonvalues import INT64_MAX, INT64_MIN
+from .._jsonvalues import INT64_MAX, INT64_MIN
 from ..spans import EventRecord, LinkRecord, SpanRecord
 from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 

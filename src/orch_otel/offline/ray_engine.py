@@ -6,38 +6,29 @@ on Ray Data, for inputs too large for one machine's core.
 * group: ``groupby(trace_id)``, an exact shuffle, so there are no late spans
   and no open-trace bound: every span of a trace meets in one group;
 * convert: per group, spans in input order, duplicates dropped (first copy
-  wins, as in the local engine), then :func:`~orch_otel.offline.pipeline.convert_one`;
+  wins, as in the local engine), then :func:`~orch_otel.offline.outputs.convert_one`;
 * write: the driver streams the results into the same outputs as the local engine.
 
-Ray is an optional extra (``pip install 'orch-otel[ray]'``), imported only here.
-A local Ray is started (and stopped) unless Ray is already initialised or
-``address`` names a cluster.
+Ray is an optional extra (``pip install 'orch-otel[ray]'``); it is joined,
+started and stopped by the one policy of :mod:`orch_otel._ray`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..jsonvalues import json_bytes
+from .._jsonvalues import json_bytes
+from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
-from .pipeline import Converted, Options, Outputs, Summary, convert_one, record_converted
+from .outputs import Converted, ConvertSummary, Options, Outputs, convert_one, record_converted
 from .readers import read_file
 from .records import Problem, from_dump
 
 _FILE_SHIFT = 40  # order = file index << 40 | record number within the file
-
-
-def _ray() -> Any:
-    try:
-        import ray
-        import ray.data  # noqa: F401
-    except ImportError as exc:
-        raise ImportError("--engine ray needs Ray Data: pip install 'orch-otel[ray]'") from exc
-    return ray
 
 
 def _read_rows(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -53,7 +44,7 @@ def _read_rows(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
                    "payload": json_bytes(to_dump(span))}
 
 
-def _convert_group(check: bool):  # type: ignore[no-untyped-def]
+def _convert_group(check: bool) -> Callable[[Any], Any]:
     def run(batch: Any) -> Any:
         import pyarrow as pa
 
@@ -86,24 +77,18 @@ def _convert_group(check: bool):  # type: ignore[no-untyped-def]
     return run
 
 
-def _quarantine(outputs: Outputs, summary: Summary, data: dict[str, Any]) -> None:
+def _quarantine(outputs: Outputs, summary: ConvertSummary, data: dict[str, Any]) -> None:
     is_span = data.get("kind") == "span"
     outputs.quarantine_line(json_bytes(data), is_span, summary)
     if outputs.on_problem is not None:
         outputs.on_problem(Problem(data["where"], data["reason"], is_span=is_span))
 
 
-def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Summary, *, address: str | None = None) -> None:
-    ray = _ray()
-    started = False
-    if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False, include_dashboard=False)
-        started = True
-    try:
+def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: ConvertSummary, *, address: str | None = None) -> None:
+    with ray_session(address) as ray:
         summary.files += len(files)
         if not files:
             return
-        ray.data.DataContext.get_current().enable_progress_bars = False
         items = [{"path": str(p), "index": i} for i, p in enumerate(files)]
         rows = ray.data.from_items(items, override_num_blocks=len(items)).flat_map(_read_rows).materialize()
         bad = rows.filter(lambda r: r["kind"] == "problem")
@@ -127,6 +112,3 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Summ
             result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)
                                for d in orjson.loads(row["failed"])]
             record_converted(result, outputs, summary)
-    finally:
-        if started:
-            ray.shutdown()

@@ -28,12 +28,12 @@ from typing import IO
 
 import orjson
 
+from ..tracefiles import BOM
 from .otlp_json import decode_traces_data
 from .otlp_proto import decode_message
 from .records import BadField, Chunk, Problem, from_dump
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark, as some editors and Windows tools write it
 ZSTD_SUFFIXES = (".zst", ".zstd")
 # ".spool": segments of the durable export spool (orch_otel.exporters.spool), span dumps one per line
 INPUT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp", ".bin", ".spans", ".spool"})

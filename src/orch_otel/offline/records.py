@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..jsonvalues import UINT64_MAX, json_bytes
+from .._jsonvalues import UINT64_MAX, json_bytes
 from ..spans import EventRecord, LinkRecord, SpanRecord, to_dump
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}\Z")

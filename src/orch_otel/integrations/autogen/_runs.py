@@ -15,7 +15,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from ...invocation import CANCELLED, ERROR, OK
+from ..._invocation import CANCELLED, ERROR, OK
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
 from ._clients import ClientPatcher

@@ -16,8 +16,8 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ...faults import log_fault
-from ...invocation import Invocation
+from ..._faults import log_fault
+from ..._invocation import Invocation
 
 _log = logging.getLogger("orch_otel.integrations.autogen")
 

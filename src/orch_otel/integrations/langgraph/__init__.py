@@ -30,7 +30,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
-from ...invocation import HANDOFF, INTERRUPTED, OK
+from ..._invocation import HANDOFF, INTERRUPTED, OK
 from ...recorder import get_recorder
 from .._lazy import WhenImported
 from .._patch import Patches, recorder_for

@@ -15,8 +15,8 @@ from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ...faults import log_fault
-from ...invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK
+from ..._faults import log_fault
+from ..._invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK
 from ...recorder import Recorder
 from . import _extract as ex
 from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run

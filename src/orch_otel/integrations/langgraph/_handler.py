@@ -30,8 +30,8 @@ from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
 
-from ...faults import log_fault
-from ...invocation import ERROR, HANDOFF, INTERRUPTED, OK
+from ..._faults import log_fault
+from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK
 from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
 from ._calls import CallsMixin, context_of, outcome_of, private_run

@@ -22,7 +22,7 @@ import importlib
 import logging
 from typing import Any
 
-from ...faults import log_fault
+from ..._faults import log_fault
 from .._patch import Patches
 
 _log = logging.getLogger(__name__)

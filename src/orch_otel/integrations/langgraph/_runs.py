@@ -23,7 +23,7 @@ from uuid import UUID
 
 from opentelemetry.context import Context
 
-from ...invocation import Invocation
+from ..._invocation import Invocation
 
 OTHER, GRAPH, NODE, ROUTER, TOOL, LLM = range(6)
 

@@ -25,8 +25,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
+from ._faults import guarded, log_fault
 from .content import ContentPolicy
-from .faults import guarded, log_fault
 from .vocabulary import Attr, DecisionKind, SpanEvent, StopReason
 
 _log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from . import env
+from . import _env as env
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema_rs
 from jsonschema import Draft202012Validator
 
-from .jsonvalues import MAX_NESTING, too_deep
+from ._jsonvalues import MAX_NESTING, too_deep
 from .models import json_schema
 from .vocabulary import DecisionKind, EventKind
 

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 
+from ._faults import guarded
+from ._invocation import Invocation, LLMInvocation, current_agent
 from ._renamed import renamed_keyword
-from .faults import guarded
-from .invocation import Invocation, LLMInvocation, current_agent
 from .recorder import NOT_RECORDING, get_recorder
 from .vocabulary import StopReason
 

@@ -17,12 +17,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from . import env
+from . import _env as env
+from ._faults import log_fault
 from .content import ContentPolicy, Redactor
 from .exporters.batching import AccountedBatchSpanProcessor
 from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
-from .faults import log_fault
 from .recorder import Recorder, set_recorder
 
 _log = logging.getLogger(__name__)

@@ -34,11 +34,11 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
-from . import env
-from .configure import otlp_exporter
+from . import _env as env
+from ._configure import otlp_exporter
+from ._faults import log_fault
 from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
-from .faults import log_fault
 
 _log = logging.getLogger(__name__)
 

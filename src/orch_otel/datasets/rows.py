@@ -1,0 +1,60 @@
+"""One trace line -> its dataset rows: the per-record step that the local
+engine runs in a loop and the Ray engine in Ray Data tasks (both in
+:mod:`.engine`'s order, so their outputs are identical); and which files
+found in an input folder are this command's own outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ..tracefiles import ContentIndex
+from .analysis import VIEWS, Config, prepare
+from .reader import BadTrace, RawLine, parse_trace
+from .views import BUILDERS, ContentMissing
+
+_REF_KEYS = ("content_ref", "input_ref", "tools_ref")
+
+
+def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str, Any]:
+    """One trace line -> its rows, a reject saying why not, or (``missing_content``)
+    the reason a view that needs captured content cannot use this trace."""
+    base = {"where": line.where, "size": len(line.raw) + 1}
+    try:
+        trace = parse_trace(line, validate=config.validate)
+    except BadTrace as exc:
+        return {**base, "reject": str(exc), "line": line.raw.decode("utf-8", "replace")}
+    except RecursionError:  # the checks bound nesting: this is a backstop, never a crash
+        return {**base, "reject": "nested too deeply to check", "line": line.raw.decode("utf-8", "replace")}
+    try:
+        prepared = prepare(trace, config)
+        rows = BUILDERS[config.view](prepared, config, store)
+    except ContentMissing as exc:
+        return {**base, **_identity(trace, line), "missing_content": str(exc)}
+    except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
+        return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
+                "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
+    result = {**base, **_identity(trace, line), "rows": rows}
+    if config.reward is not None:  # for the check that every --reward term names something
+        result["reward_names"] = sorted(prepared.rewards)
+    if config.view == "traces":
+        refs = {e[k] for e in trace["events"] for k in _REF_KEYS if type(e.get(k)) is str}
+        result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
+    return result
+
+
+def _identity(trace: dict[str, Any], line: RawLine) -> dict[str, Any]:
+    """Ids, and a digest of the line to tell a copy of a trace from a different trace under the same id."""
+    return {"trace_id": trace["trace_id"], "task_id": trace["task_id"],
+            "digest": hashlib.blake2b(line.raw, digest_size=16).hexdigest()}
+
+
+def is_own_output(path: str | os.PathLike[str], outdir: Path) -> bool:
+    """A file this command writes (rejects, non-trace views) found by a
+    directory input: never read back as traces."""
+    path = Path(path).resolve()
+    if path.parent != outdir:
+        return False
+    return path.name.endswith(".rejects.jsonl") or path.name in {f"{v}.jsonl" for v in VIEWS if v != "traces"}
