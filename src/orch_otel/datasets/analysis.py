@@ -79,10 +79,10 @@ def find_turns(events: list[dict[str, Any]]) -> list[Turn]:
             current[invocation] = turn
             turns.append(turn)
         elif kind == EventKind.TOOL_CALL.value:
-            turn = current.get(invocation)
-            if turn is not None:
-                turn.tool_calls.append(i)
-                pending[_tool_key(e)] = (turn, i)
+            calling = current.get(invocation)
+            if calling is not None:
+                calling.tool_calls.append(i)
+                pending[_tool_key(e)] = (calling, i)
         elif kind == EventKind.TOOL_RESULT.value:
             hit = pending.pop(_tool_key(e), None)
             if hit is not None:

@@ -56,9 +56,9 @@ def text_of(content: Any) -> str:
             if isinstance(part, str):
                 texts.append(part)
             elif isinstance(part, dict) and part.get("type") in ("text", None) and isinstance(
-                part.get("text", part.get("content")), str
+                text := part.get("text", part.get("content")), str
             ):
-                texts.append(part.get("text", part.get("content")))
+                texts.append(text)
             elif isinstance(part, dict) and part.get("type") in ("tool_call", "function_call", "tool_call_response"):
                 continue  # carried as tool_calls / tool messages
             else:
@@ -81,12 +81,16 @@ def _role(message: dict[str, Any]) -> str:
 
 def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     raw = message.get("tool_calls")
-    parts = message.get("parts") if isinstance(message.get("parts"), list) else []
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        parts = []
     calls = []
     for call in list(raw or []) + [p for p in parts if isinstance(p, dict) and p.get("type") == "tool_call"]:
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            fn = call
         args = fn.get("arguments", fn.get("args", {}))
         calls.append({
             "id": str(call.get("id") or ""),

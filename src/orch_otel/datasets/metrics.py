@@ -118,11 +118,11 @@ def count_steps(events: list[dict[str, Any]]) -> StepCounts:
             continue
         by_agent[e["agent"]] += 1
         scope = e.get("agent_span_id")
-        inv = by_span.get(scope) if scope else _innermost(by_name.get(e["agent"], []), e["t"])
-        if inv is None:
+        owner = by_span.get(scope) if scope else _innermost(by_name.get(e["agent"], []), e["t"])
+        if owner is None:
             root_steps += 1
         else:
-            inv.steps += 1
+            owner.steps += 1
     roots: list[_Invocation] = []
     for inv in invocations:
         if inv.parent_span_id:

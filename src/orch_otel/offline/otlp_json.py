@@ -20,9 +20,10 @@ from .._jsonvalues import INT64_MAX, INT64_MIN
 from ..spans import EventRecord, LinkRecord, SpanRecord
 from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 
-_STATUS = {0: "unset", 1: "ok", 2: "error",
+_STATUS: dict[int | str, str] = {0: "unset", 1: "ok", 2: "error",
            "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
-_KIND = {**dict(enumerate(KINDS)), **{f"SPAN_KIND_{k.upper()}": k for k in KINDS}, "SPAN_KIND_UNSPECIFIED": "internal"}
+_KIND: dict[int | str, str] = {**dict(enumerate(KINDS)), **{f"SPAN_KIND_{k.upper()}": k for k in KINDS},
+                               "SPAN_KIND_UNSPECIFIED": "internal"}
 _IS_REMOTE = 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
 _DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -178,7 +179,9 @@ def trace_id_in(s: Any, trace_ids: dict[str, str]) -> str:
     if type(s) is not dict:
         raise BadField(f"span: expected an object, got {_short(s)}")
     raw = s.get("traceId")
-    trace_id = trace_ids.get(raw) if type(raw) is str else None
+    if type(raw) is not str:
+        return trace_id_of(raw)  # raises BadField, naming the field
+    trace_id = trace_ids.get(raw)
     if trace_id is None:
         trace_id = trace_ids[raw] = trace_id_of(raw)
     return trace_id
@@ -198,9 +201,10 @@ def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: s
     if status:
         if type(status) is not dict:
             raise BadField("status: expected an object")
-        code = _STATUS.get(status.get("code", 0))
-        if code is None:
+        known = _STATUS.get(status.get("code", 0))
+        if known is None:
             raise BadField(f"status.code: expected 0, 1 or 2, got {_short(status.get('code'))}")
+        code = known
         message = _text(status, "message")
     kind = _KIND.get(get("kind", 0))
     if kind is None:
