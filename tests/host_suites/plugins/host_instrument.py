@@ -9,14 +9,25 @@ to ``$ORCH_HOST_TRACE_COUNT`` so the report shows orch-otel really recorded.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
 import orch_otel
 
 _TRACE_DIR = Path(os.environ["ORCH_HOST_TRACE_DIR"])
+# The modules whose first import patches a framework (orch-otel instruments on
+# first import). An app using LangGraph or AutoGen imports them; most of
+# langchain-core's and autogen-core's own tests never do, so without this the
+# instrumented run would test nothing there.
+_FRAMEWORK_ENTRIES = ("langgraph.pregel", "autogen_agentchat")
 
 orch_otel.instrument(trace_dir=_TRACE_DIR)
+for _module in _FRAMEWORK_ENTRIES:
+    try:
+        importlib.import_module(_module)
+    except ImportError:  # a suite's venv without that framework: nothing to patch
+        pass
 
 
 def pytest_unconfigure(config) -> None:
