@@ -9,8 +9,10 @@ Here: finding trace files (:func:`trace_files`) and their content folders
 (:func:`content_dirs`); the one line reader (:func:`file_lines`, and
 :func:`read_lines` for parsed lines); writing (:class:`LineFile`,
 :class:`ContentWriter`, :class:`TraceWriter`); reading contents back
-(:class:`ContentIndex`, :func:`load_contents`); and the quarantine file that
-bad input is set aside in (:class:`Quarantine`).
+(:class:`ContentIndex`, :func:`load_contents`); the quarantine file that
+bad input is set aside in (:class:`Quarantine`); and the progress callbacks
+that ``orch-otel convert`` and ``orch-otel dataset`` both offer
+(:data:`OnFiles`, :data:`OnBytes`, :data:`OnProblem`, with :class:`Problem`).
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-__all__ = ["load_contents"]
+__all__ = ["OnBytes", "OnFiles", "OnProblem", "Problem", "load_contents"]
 
 TRACE_GLOB = "*.jsonl"
 BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: some editors and Windows tools start text files with it
@@ -339,3 +341,20 @@ class Quarantine:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+@dataclass
+class Problem:
+    """Input set aside, and why: what an ``on_problem`` callback gets. ``where``
+    is ``file:line`` (or ``file@byte-offset`` in length-prefixed files);
+    ``reason`` says what is wrong. ``convert_inputs`` hands a subclass that
+    also carries the record or span set aside."""
+
+    where: str
+    reason: str
+
+
+# The progress callbacks of orch_otel.offline.convert_inputs and orch_otel.datasets.build:
+OnFiles = Callable[[list[Path]], None]  # the input files, once found
+OnBytes = Callable[[Path, int], None]  # one input file and the bytes of it read so far
+OnProblem = Callable[[Problem], None]  # each problem, as it is set aside

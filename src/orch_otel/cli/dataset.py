@@ -13,9 +13,10 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ..tracefiles import Problem
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 
@@ -83,27 +84,34 @@ def run(args: argparse.Namespace) -> int:
     except (OutcomeError, RewardSpecError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[traces]} traces"),
-                  TextColumn("{task.fields[rejects]} rejected"), TimeElapsedColumn(), console=console,
-                  transient=True) as progress:
-        task = progress.add_task(f"{args.view} ({args.engine})", total=None, traces=0, rejects=0)
-        counts = {"traces": 0, "rejects": 0}
+    # the bar is convert's (bytes read of the files found, time left), and the rejects so far
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+                  TextColumn("{task.fields[rejects]} rejected"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task(f"{args.view} ({args.engine})", total=None, rejects=0)
+        done: dict[Path, int] = {}  # bytes read so far, per file
+        read = rejects = 0  # bytes read so far of all files; lines rejected
 
         def on_files(files: list[Path]) -> None:
             progress.update(task, total=sum(f.stat().st_size for f in files) or None)
 
-        def advance(result: dict) -> None:
-            counts["traces"] += "reject" not in result or bool(result.get("is_trace"))
-            counts["rejects"] += "reject" in result
-            if "reject" in result:
-                progress.console.print(f"[yellow]rejected[/yellow] {escape(result['where'] + ': ' + result['reject'])}",
-                                       highlight=False, soft_wrap=True)
-            progress.update(task, advance=result.get("size", 0), traces=counts["traces"], rejects=counts["rejects"])
+        def on_bytes(path: Path, n: int) -> None:
+            nonlocal read
+            read += n - done.get(path, 0)  # a running total: a call a line stays cheap with many files
+            done[path] = n
+            progress.update(task, completed=read)
+
+        def on_problem(problem: Problem) -> None:
+            nonlocal rejects
+            rejects += 1
+            progress.console.print(f"[yellow]rejected[/yellow] {escape(problem.where + ': ' + problem.reason)}",
+                                   highlight=False, soft_wrap=True)
+            progress.update(task, rejects=rejects)
 
         try:
             summary = build(args.inputs, args.output, config, fmt=args.format, engine=args.engine,
                             allow_unknown_outcomes=args.allow_unknown_outcomes, strict=args.strict,
-                            progress=advance, on_files=on_files)
+                            on_files=on_files, on_bytes=on_bytes, on_problem=on_problem)
         except (ContentMissing, OutcomeError, ImportError, RuntimeError, OSError, ValueError) as exc:
             # the data cannot make this view: 1; a usage error, no input (NoTraces), an unknown --reward name: 2
             code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected)) else EXIT_USAGE

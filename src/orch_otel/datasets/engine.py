@@ -15,8 +15,10 @@ from typing import Any
 
 import orjson
 
-from ..tracefiles import ContentIndex, ContentWriter, Quarantine, content_dirs, trace_files
+from .._renamed import renamed_keyword
+from ..tracefiles import ContentIndex, ContentWriter, OnBytes, OnFiles, OnProblem, Quarantine, content_dirs, trace_files
 from .analysis import Config
+from .progress import LineProgress
 from .ray_engine import ray_results
 from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
@@ -112,14 +114,19 @@ def build(
     engine: str = "local",
     allow_unknown_outcomes: bool = False,
     strict: bool = False,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-    on_files: Callable[[list[Path]], None] | None = None,
+    on_files: OnFiles | None = None,
+    on_bytes: OnBytes | None = None,
+    on_problem: OnProblem | None = None,
+    **renamed: Any,
 ) -> DatasetSummary:
     """Write one view of the traces in ``inputs`` to ``outdir``.
 
-    ``on_files`` gets the trace files once they are found (as
-    :func:`orch_otel.offline.convert_inputs`'s does); ``progress`` each line's
-    result as it is written or set aside (``size``: its bytes).
+    The progress callbacks are :func:`orch_otel.offline.convert_inputs`'s:
+    ``on_files`` gets the trace files once they are found, ``on_bytes`` one of
+    them and the bytes of it read so far, ``on_problem`` each rejected line as
+    a :class:`orch_otel.tracefiles.Problem` (``where``, ``reason``). The 0.1
+    ``progress=`` (each line's result dict) still works for one release, with
+    a ``DeprecationWarning``.
 
     A trace whose LLM calls lack captured content gives no chat / triplets
     rows: it is skipped and counted (``DatasetSummary.traces_skipped``,
@@ -135,6 +142,7 @@ def build(
     into place only on success, so on any of these errors the previous
     outputs in ``outdir`` stay as they were.
     """
+    legacy = renamed_keyword("orch_otel.datasets.build", renamed, "progress", "on_bytes= and on_problem", None)
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     names = [str(p) for p in inputs]
@@ -159,12 +167,14 @@ def build(
     contents = ContentWriter(partial_path(contents_path), append=False) if config.view == "traces" else None
     if contents is not None:
         contents.path.unlink(missing_ok=True)
-    intake = _Intake(summary, config, writer, quarantine, contents, progress, strict)
+    reports = LineProgress(files, on_bytes, on_problem, legacy)
+    intake = _Intake(summary, config, writer, quarantine, contents, reports.line, strict)
     ok = False
     results = ray_results(files, config, store.directories) if engine == "ray" else _local_results(files, config, store)
     try:
         for result in results:
             intake.take(result)
+        reports.finish()
         intake.set_aside(writer.finish())
         intake.check(names, allow_unknown_outcomes)
         ok = True

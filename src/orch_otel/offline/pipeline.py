@@ -26,8 +26,9 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
                    on_files: Callable[[list[Path]], None] | None = None) -> ConvertSummary:
     """Convert log files (or directories of them) into ``out``; see :mod:`.outputs`
     for what is written. ``on_files`` gets the input files once they are found,
-    ``on_bytes`` the bytes read so far of one of them, ``on_problem`` each
-    problem as it is quarantined."""
+    ``on_bytes`` one of them and the bytes of it read so far (now and then),
+    ``on_problem`` each problem as it is quarantined: the progress callbacks
+    of :func:`orch_otel.datasets.build` too (:mod:`orch_otel.tracefiles`)."""
     options = options or Options()
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (local or ray)")

@@ -18,6 +18,7 @@ import orjson
 
 from .._jsonvalues import UINT64_MAX, json_bytes
 from ..spans import EventRecord, LinkRecord, SpanRecord, to_dump
+from ..tracefiles import Problem as BaseProblem
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}\Z")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}\Z")
@@ -31,12 +32,11 @@ class BadField(ValueError):
 
 
 @dataclass
-class Problem:
-    """A record that could not be used, and why. ``where`` is ``file:line`` or
-    ``file@byte-offset``; ``raw`` is JSON-ready (text, object, or base64 bytes)."""
+class Problem(BaseProblem):
+    """A record that could not be used, and why (``where``, ``reason``: the
+    shared :class:`orch_otel.tracefiles.Problem`); ``raw`` is JSON-ready
+    (text, object, or base64 bytes)."""
 
-    where: str
-    reason: str
     raw: Any = None
     span: SpanRecord | None = None  # a decoded span that could not be used (late, conflicting, unconvertible)
     is_span: bool = False  # True when this problem is one span (counted in the span balance)
