@@ -1,6 +1,7 @@
-"""Keyword arguments renamed so that a helper and the recorder method behind it
-use the same word (the trace format's): the old name still works for one
-release, with a ``DeprecationWarning`` once per name.
+"""Names renamed in this release: keyword arguments (so that a helper and the
+recorder method behind it use the same word, the trace format's), which warn
+once per name, and the few functions and classes that moved, which warn on each
+use. The old names still work for one release, with a ``DeprecationWarning``.
 
 A warnings filter that turns the warning into an error (``-W error``) does not
 make the call fail: the app's code runs on and the deprecation is logged
@@ -42,7 +43,13 @@ def _warn_once(where: str, old: str, new: str) -> None:
         if (where, old) in _warned:
             return
         _warned.add((where, old))
-    text = f"{where}({old}=) is deprecated and will be removed in the next release; use {new}="
+    deprecated(f"{where}({old}=) is deprecated and will be removed in the next release; use {new}=")
+
+
+def deprecated(text: str) -> None:
+    """Warn ``text`` (a ``DeprecationWarning``) at the first caller outside
+    orch-otel; a filter that makes it an error logs it instead (names only),
+    unless strict mode asks orch-otel to raise."""
     try:
         warnings.warn(text, DeprecationWarning, stacklevel=_callers_level())
     except Warning:  # a filter made it an error: the app's call still goes on

@@ -9,9 +9,9 @@ Importing this package needs no optional dependency; ``parquet`` / ``hf``
 need ``orch-otel[datasets]`` and ``engine="ray"`` needs ``orch-otel[ray]``.
 """
 
-import warnings
 from typing import Any
 
+from .._renamed import deprecated
 from .analysis import VIEWS, Config
 from .credit import STRATEGIES, UNITS
 from .engine import ENGINES, AllRejected, DatasetSummary, NoTraces, build
@@ -40,6 +40,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "Summary":  # its name in 0.1, when orch_otel.offline had another Summary
-        warnings.warn("orch_otel.datasets.Summary is now DatasetSummary", DeprecationWarning, stacklevel=2)
+        deprecated("orch_otel.datasets.Summary is now DatasetSummary")
         return DatasetSummary
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

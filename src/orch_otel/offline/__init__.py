@@ -2,10 +2,10 @@
 prefixed OTLP protobuf, zstd variants and span dumps; streaming assembly; the
 local and Ray engines behind ``orch-otel convert``. See ``docs/offline.md``."""
 
-import warnings
 from typing import Any
 
 from .._assembly import Released, StreamAssembler
+from .._renamed import deprecated
 from .outputs import EXIT_NO_INPUT, EXIT_OK, EXIT_QUARANTINED, ConvertSummary, Options
 from .pipeline import convert_inputs
 from .readers import input_files, read_file
@@ -26,6 +26,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "Summary":  # its name in 0.1, when orch_otel.datasets had another Summary
-        warnings.warn("orch_otel.offline.Summary is now ConvertSummary", DeprecationWarning, stacklevel=2)
+        deprecated("orch_otel.offline.Summary is now ConvertSummary")
         return ConvertSummary
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
