@@ -191,7 +191,7 @@ def _index_of(trace: dict, key: str) -> int:
 def test_dataset_rejects_one_bad_trace_with_its_line_and_field_and_writes_the_rest(captured_runs, tmp_path, case, view,
                                                                                   fmt):
     if fmt == "parquet":
-        pytest.importorskip("pyarrow")
+        pytest.importorskip("pyarrow", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     src, traces = captured_runs
     good, bad = traces
     line = _mutated(bad, case)
@@ -254,7 +254,7 @@ def test_rows_a_writer_cannot_take_reject_their_trace_alone(captured_runs, tmp_p
     """The backstop behind the field checks: captured content nested deeper than can be
     written rejects the trace whose rows hold it, and the other trace is written."""
     if fmt == "parquet":
-        pytest.importorskip("pyarrow")
+        pytest.importorskip("pyarrow", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     src, traces = captured_runs
     _, line = deep_content_inputs(src, traces, tmp_path / "in")
     summary = build([tmp_path / "in"], tmp_path / "out", Config(view="decisions"), fmt=fmt)
@@ -337,7 +337,7 @@ def test_a_file_named_twice_is_read_once(captured_runs, tmp_path, capsys):
 
 
 def test_parquet_writer_sets_aside_only_the_trace_whose_rows_do_not_fit_a_column(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     from orch_otel.datasets.writers import open_writer
 
     cols = [("trace_id", "str"), ("options", "strs"), ("context", "json")]

@@ -130,9 +130,9 @@ def dataset_dir(recorded, tmp_path):
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
 def test_dataset_failures_leave_the_previous_dataset_byte_for_byte(dataset_dir, recorded, tmp_path, fmt):
-    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyarrow", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     if fmt == "hf":
-        pytest.importorskip("datasets")
+        pytest.importorskip("datasets", reason="Hugging Face datasets is in the optional extra: pip install 'orch-otel[datasets]'")
     out, before = dataset_dir(fmt)
     live, _, _ = recorded
     empty = tmp_path / "emptydir"

@@ -18,7 +18,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-tomllib = pytest.importorskip("tomllib")
+tomllib = pytest.importorskip("tomllib", reason="tomllib (reading pyproject.toml) is in the standard library from Python 3.11")
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]

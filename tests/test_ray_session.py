@@ -41,8 +41,8 @@ def test_without_ray_both_commands_name_the_extra(no_ray, tmp_path, capsys):
 def test_a_ray_started_for_the_run_is_shut_down_and_one_the_caller_started_is_left(tmp_path):
     ray = pytest.importorskip("ray", reason="needs orch-otel[ray]")
     pytest.importorskip("ray.data", reason="needs orch-otel[ray]")
-    if ray.is_initialized():
-        pytest.skip("a Ray runtime from another test is still running")
+    # a runtime an earlier test left running would make this test's first half meaningless
+    assert not ray.is_initialized(), "a Ray runtime from an earlier test is still running"
     record(tmp_path / "traces", standard_runs()[:1], capture=False)
     logs = demo_logs(tmp_path, runs=1, seed=1, batch=2)
 
