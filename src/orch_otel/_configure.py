@@ -54,6 +54,7 @@ def instrument(
     capture_content: bool | None = None,
     redactors: Iterable[Redactor] | None = None,
     runtime_spans: bool | None = None,
+    record_for_replay: bool | None = None,
 ) -> Instrumentation:
     """Instrument every supported framework that is installed and write
     replayable traces under ``trace_dir`` (else ``$ORCH_OTEL_TRACE_DIR``, else
@@ -66,6 +67,10 @@ def instrument(
     - ``redactors``: replace the default secret redactor (used when capturing).
     - ``runtime_spans``: keep AutoGen's runtime messaging spans inside the run's
       trace instead of suppressing them (``docs/autogen.md``).
+    - ``record_for_replay``: keep what ``orch-otel replay`` needs (the run's
+      input, prompts, replies, tool results), redacted, in the local content
+      store only; spans and OTLP exports carry refs alone (default: the
+      ``ORCH_OTEL_RECORD_FOR_REPLAY`` variable, else off; ``docs/replay.md``).
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
@@ -76,15 +81,17 @@ def instrument(
     global _state
     with _lock:
         if _state is not None:
-            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors, runtime_spans)):
+            if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors, runtime_spans,
+                                               record_for_replay)):
                 _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
             return _state
         provider, created = (tracer_provider, False) if tracer_provider is not None else global_provider()
-        recorder = Recorder(tracer_provider=provider, content=ContentPolicy.from_env(capture_content, redactors))
+        policy = ContentPolicy.from_env(capture_content, redactors, record_for_replay)
+        recorder = Recorder(tracer_provider=provider, content=policy)
         set_recorder(recorder)
         state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
         if isinstance(provider, TracerProvider):
-            state.trace_exporter = TraceFileExporter(trace_dir)
+            state.trace_exporter = TraceFileExporter(trace_dir, local_contents=policy.local)
             state.processors.append(AccountedBatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
             if created and env.otlp_protocol():
                 state.processors.append(

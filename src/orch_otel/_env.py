@@ -32,6 +32,15 @@ on the app's thread stays bounded. Default: 1048576."""
 
 DEFAULT_MAX_CONTENT_CHARS = 1 << 20
 
+ORCH_OTEL_RECORD_FOR_REPLAY = "ORCH_OTEL_RECORD_FOR_REPLAY"
+"""Record for replay: keep the content a replay needs (the run's input, every
+prompt, reply and tool result), redacted, in the local content store beside
+the trace files only, never in span attributes or OTLP exports. Default: off."""
+
+ORCH_OTEL_REPLAY_CONTENT_MAX_BYTES = "ORCH_OTEL_REPLAY_CONTENT_MAX_BYTES"
+"""Most bytes of replay content held in memory until its trace is written
+(recording for replay without content capture). Default: 67108864."""
+
 ORCH_OTEL_MAX_OPEN_TRACES = "ORCH_OTEL_MAX_OPEN_TRACES"
 """Traces the live exporter holds open at once. When exceeded, the oldest is
 written with stop reason ``incomplete``. Default: 10000."""
@@ -111,6 +120,14 @@ def strict() -> bool:
 
 def capture_content() -> bool:
     return _flag(CAPTURE_MESSAGE_CONTENT, False)
+
+
+def record_for_replay() -> bool:
+    return _flag(ORCH_OTEL_RECORD_FOR_REPLAY, False)
+
+
+def replay_content_max_bytes() -> int:
+    return _positive_int(ORCH_OTEL_REPLAY_CONTENT_MAX_BYTES, 64 << 20)
 
 
 def trace_dir() -> Path:

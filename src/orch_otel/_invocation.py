@@ -250,7 +250,10 @@ def content_into(attrs: dict[str, Any], policy: ContentPolicy, content: Any, ref
     if kept is not None:
         attrs[ref_key] = kept.ref
         if kept.text is not None:
-            attrs[text_key] = kept.text
+            if policy.local is not None:  # record for replay: the text stays in this process
+                policy.local.keep(kept.ref, kept.text)
+            else:
+                attrs[text_key] = kept.text
 
 
 def decision_event(span: Span, policy: ContentPolicy, kind: DecisionKind, *,
@@ -281,7 +284,7 @@ def mark_error(span: Span, error: BaseException | None, policy: ContentPolicy) -
     span.set_attribute(Attr.ERROR_TYPE, kind)
     span.set_status(StatusCode.ERROR, kind)
     attrs: dict[str, Any] = {Attr.EXCEPTION_TYPE: kind, Attr.EXCEPTION_ESCAPED: True}
-    if policy.capture:
+    if policy.on_spans:
         try:
             attrs[Attr.EXCEPTION_MESSAGE] = policy.redact(str(error))
             trace_text = "".join(traceback.format_exception(type(error), error, error.__traceback__))

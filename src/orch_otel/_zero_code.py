@@ -39,6 +39,7 @@ from ._configure import otlp_exporter
 from ._faults import log_fault
 from .exporters.spool_setup import spooled_export
 from .exporters.trace_file import TraceFileExporter
+from .recorder import get_recorder
 
 _log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class ZeroCodeExporter(TraceFileExporter):
     module doc). The SDK configurator creates it after setting the provider."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(local_contents=get_recorder().content.local)  # ORCH_OTEL_RECORD_FOR_REPLAY
         try:
             attach_otlp_export(trace.get_tracer_provider())
         except RuntimeError as exc:  # the OTLP exporter is not installed

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -20,7 +22,7 @@ import orjson
 from . import _env as env
 from .redaction import redact_secrets
 
-__all__ = ["Content", "ContentPolicy"]
+__all__ = ["Content", "ContentPolicy", "LocalContents"]
 
 _log = logging.getLogger(__name__)
 
@@ -51,11 +53,45 @@ class Content(NamedTuple):
     text: str | None  # JSON text, present only when capture is on
 
 
+class LocalContents:
+    """Redacted content texts held in this process until their trace is
+    written to the local content store: the record-for-replay mode's channel,
+    which never passes through span attributes, so no exporter sees it.
+    Bounded: past ``max_bytes`` the oldest texts go first, and are counted."""
+
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.dropped = 0
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def keep(self, ref: str, text: str) -> None:
+        with self._lock:
+            if ref in self._texts:
+                self._texts.move_to_end(ref)
+                return
+            self._texts[ref] = text
+            self._bytes += len(text)
+            while self._bytes > self.max_bytes and len(self._texts) > 1:
+                _, old = self._texts.popitem(last=False)
+                self._bytes -= len(old)
+                self.dropped += 1
+
+    def texts(self, refs: Iterable[str]) -> dict[str, str]:
+        """The held texts of ``refs`` (those no longer held are left out)."""
+        with self._lock:
+            return {ref: self._texts[ref] for ref in refs if ref in self._texts}
+
+
 class ContentPolicy:
     """Decides what of a piece of content is kept: always its ref, its text
-    only when ``capture`` is on, and then only after the redactors ran."""
+    only when ``capture`` is on, and then only after the redactors ran.
 
-    __slots__ = ("capture", "redactors", "max_chars", "_hash_key")
+    With ``local`` set (record for replay), texts go to that store instead of
+    span attributes: they reach the local trace files and nothing else."""
+
+    __slots__ = ("capture", "redactors", "max_chars", "local", "_hash_key")
 
     def __init__(
         self,
@@ -63,20 +99,34 @@ class ContentPolicy:
         redactors: Iterable[Redactor] | None = None,
         hash_key: bytes | None = None,
         max_chars: int = env.DEFAULT_MAX_CONTENT_CHARS,
+        local: LocalContents | None = None,
     ) -> None:
-        self.capture = capture
+        self.capture = capture or local is not None
         self.redactors: list[Redactor] = [redact_secrets] if redactors is None else list(redactors)
         self.max_chars = max_chars
+        self.local = local
         self._hash_key = hash_key
 
     @classmethod
-    def from_env(cls, capture: bool | None = None, redactors: Iterable[Redactor] | None = None) -> ContentPolicy:
+    def from_env(cls, capture: bool | None = None, redactors: Iterable[Redactor] | None = None,
+                 record_for_replay: bool | None = None) -> ContentPolicy:
+        """The policy the environment asks for. Recording for replay without
+        capture keeps texts local (``local``); with capture on they are on the
+        spans anyway, so the local store is not needed."""
+        capture = env.capture_content() if capture is None else capture
+        replay = env.record_for_replay() if record_for_replay is None else record_for_replay
         return cls(
-            capture=env.capture_content() if capture is None else capture,
+            capture=capture,
             redactors=redactors,
             hash_key=env.content_hash_key(),
             max_chars=env.max_content_chars(),
+            local=LocalContents(env.replay_content_max_bytes()) if replay and not capture else None,
         )
+
+    @property
+    def on_spans(self) -> bool:
+        """Whether content texts are written into span attributes."""
+        return self.capture and self.local is None
 
     def add_redactor(self, redactor: Redactor) -> None:
         self.redactors.append(redactor)

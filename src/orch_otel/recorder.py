@@ -104,10 +104,14 @@ class Recorder:
         topology: str | None = None,
         attributes: dict[str, Any] | None = None,
         links: Sequence[trace.Link] | None = None,
+        input: Any = None,
     ) -> Invocation:
         """A run of a multi-agent workflow (graph, team): usually the trace root.
-        ``links`` join related runs (a resume links to the interrupted run)."""
+        ``links`` join related runs (a resume links to the interrupted run).
+        ``input`` is the run's input, content: kept as the content policy says
+        (a replay feeds it to the app again)."""
         attrs = {Attr.OPERATION: Operation.INVOKE_WORKFLOW.value, Attr.WORKFLOW_NAME: name}
+        content_into(attrs, self.content, input, Attr.INPUT_REF, Attr.RUN_INPUT)
         put(attrs, Attr.TASK_ID, task_id)
         put(attrs, Attr.CONVERSATION_ID, conversation_id)
         put(attrs, Attr.SYSTEM, system)

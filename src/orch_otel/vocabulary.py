@@ -179,6 +179,7 @@ class Attr:
     CONTENT_REF = "orch.content.ref"
     CONTENT = "orch.content"  # opt-in content, JSON text
     INPUT_REF = "orch.input.ref"
+    RUN_INPUT = "orch.input"  # opt-in content: a run's input (what a replay feeds the app again)
     OUTPUT_REF = "orch.output.ref"
     TOOLS_REF = "orch.tools.ref"  # ref of gen_ai.tool.definitions
     REWARD_VALUE = "orch.reward.value"

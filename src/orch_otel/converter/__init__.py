@@ -28,7 +28,7 @@ from ._spawns import cover_spawns
 from ._values import _put, _seconds
 from .topology import infer_topology
 
-__all__ = ["Conversion", "convert"]
+__all__ = ["Conversion", "content_refs", "convert"]
 
 _START = attrgetter("start_ns")
 _TOPOLOGIES = frozenset(t.value for t in Topology)
@@ -66,6 +66,9 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
         events.append(data)
     trace_id = next(iter(b.by_id.values())).trace_id
     roots_first = sorted(b.by_id.values(), key=lambda s: (s.parent_id is not None, s.start_ns))
+    run_input = roots_first[0].attributes.get(Attr.INPUT_REF)
+    if run_input and roots_first[0].span_id in b.scopes:  # the run's input, on the trace's first event
+        events[0]["run_input_ref"] = str(run_input)
     trace: dict[str, Any] = {
         "trace_id": trace_id,
         "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,
@@ -82,6 +85,12 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     trace["rewards"] = b.rewards
     trace["costs"], trace["metrics"] = costs_and_metrics(b, events, t_end - t0)
     return Conversion(trace, b.contents, b.orphans, b.problems, b.incomplete)
+
+
+def content_refs(trace: dict[str, Any]) -> set[str]:
+    """Every content ref a trace's events name (``content_ref``, ``input_ref``, ...)."""
+    return {value for event in trace["events"] for key, value in event.items()
+            if key.endswith("_ref") and isinstance(value, str)}
 
 
 def _first_attr(roots_first: list[SpanRecord], key: str) -> str | None:

@@ -64,6 +64,7 @@ _CONTENT_PAIRS = (
     (Attr.OUTPUT_REF, Attr.TOOL_CALL_RESULT),
     (Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES),
     (Attr.TOOLS_REF, Attr.TOOL_DEFINITIONS),
+    (Attr.INPUT_REF, Attr.RUN_INPUT),
 )
 
 

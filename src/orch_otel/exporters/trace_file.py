@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .. import _env as env
 from .._assembly import Released, StreamAssembler
 from .._faults import log_fault
-from ..converter import convert
+from ..content import LocalContents
+from ..converter import convert, content_refs
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 
@@ -38,8 +39,10 @@ class TraceFileExporter(SpanExporter):
         *,
         max_open_traces: int | None = None,
         max_spans_per_trace: int | None = None,
+        local_contents: LocalContents | None = None,
     ) -> None:
         limits = env.limits()
+        self.local_contents = local_contents  # record for replay: texts that never were on a span
         self.writer = TraceWriter(trace_dir if trace_dir is not None else env.trace_dir())
         self.assembler = StreamAssembler(  # a trace is written as soon as its root ends
             max_open_traces=max_open_traces or limits.max_open_traces,
@@ -76,7 +79,10 @@ class TraceFileExporter(SpanExporter):
     def _write(self, released: Released) -> None:
         try:
             result = convert(released.spans.values(), complete=released.complete)
-            self.writer.write(result.trace, result.contents)
+            contents = result.contents
+            if self.local_contents is not None:
+                contents = {**self.local_contents.texts(content_refs(result.trace)), **contents}
+            self.writer.write(result.trace, contents)
         except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1
             log_fault(_log, logging.WARNING, "orch-otel: could not write trace %s", released.trace_id)

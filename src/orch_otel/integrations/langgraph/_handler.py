@@ -114,6 +114,8 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             run.resume = inputs.resume
         if parent is None:
             run.ambient = otel_context.get_current()
+            if self.recorder.content.capture:
+                run.inputs = inputs
             if run.integration in GRAPH_INTEGRATIONS:
                 self._become_graph(run)
         elif parent.kind == NODE:
@@ -182,8 +184,9 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 resume_of = format(previous.trace_id, "032x")
         run.inv = recorder.workflow(
             run.name, task_id=run.task_id or thread_id, conversation_id=thread_id, system=SYSTEM,
-            topology=run.topology, links=links,
+            topology=run.topology, links=links, input=_run_input(run.root.inputs, thread_id),
         ).start(attach=False, parent=run.ambient if run.ambient is not None else run.root.ambient)
+        run.root.inputs = None
         run.why = WORKFLOW
         if run.resume is not NO_RESUME:
             recorder.human_intervention(run.resume, resume_of=resume_of, span=run.inv.span)
@@ -300,3 +303,19 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         scope = run.scope()
         if scope is not None:
             otel_context.attach(scope.inv.context)  # type: ignore[union-attr,arg-type]  # private copy: never detached
+
+
+def _run_input(inputs: Any, thread_id: str | None) -> dict[str, Any] | None:
+    """A run's input as a replay feeds it again: the graph input or the
+    ``Command`` it was resumed with, and the thread it ran on."""
+    if inputs is None:
+        return None
+    view: dict[str, Any] = {}
+    if isinstance(inputs, Command):
+        view["command"] = {k: v for k, v in (("resume", inputs.resume), ("update", inputs.update),
+                                              ("goto", inputs.goto or None)) if v is not None}
+    else:
+        view["input"] = inputs
+    if thread_id is not None:
+        view["thread_id"] = thread_id
+    return view

@@ -69,6 +69,7 @@ class Run:
     absorbed = False
     # run roots
     ambient: Context | None = None
+    inputs: Any = None  # kept only while content is captured: the run's input, for replay
     resume: Any = NO_RESUME
     interrupted = False
     # control flow already recorded by a descendant (handoff)

@@ -1,0 +1,61 @@
+"""The replay seam the integrations share: while a replay is active in the
+current context, model and tool calls ask its server for the recorded answer
+instead of calling the model or the tool.
+
+The integrations know the frameworks (where a call happens, how to turn a
+recorded reply back into the framework's object); the server knows the
+recording (:mod:`orch_otel.replay`). Outside a replay, ``ACTIVE`` is None and
+every call goes through untouched: one context-variable read per call.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["ACTIVE", "ModelCall", "NotRecorded", "Served", "Server", "ToolCall"]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """A model call about to happen: its request as the trace names it."""
+
+    request_ref: str | None  # the ref of the prompt, as the LLM span recorded it
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    call_id: str | None = None
+    args_ref: str | None = None  # the ref of the arguments, as the tool span recorded them
+
+
+@dataclass(frozen=True)
+class Served:
+    """A recorded answer: the reply or result as its trace content holds it
+    (the JSON form the integration recorded), and the usage the trace kept."""
+
+    output: Any
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    model: str | None = None
+
+
+class NotRecorded(RuntimeError):
+    """Raised into a replayed app when it makes a call its recording cannot
+    answer (a changed prompt, an extra call): the replay has diverged."""
+
+
+class Server(Protocol):
+    def model(self, call: ModelCall) -> Served | None:
+        """The recorded reply, or None to call the model itself (after a fork)."""
+        ...
+
+    def tool(self, call: ToolCall) -> Served | None:
+        """The recorded result, or None to run the tool itself."""
+        ...
+
+
+ACTIVE: ContextVar[Server | None] = ContextVar("orch_otel_replay_server", default=None)

@@ -1,0 +1,65 @@
+"""What "the same orchestration" means: each event reduced to the fields that
+say who did what with whom, and the first place two traces differ.
+
+Kept: the kind of event, the agent and its instance, the other party and its
+instance, decisions with their targets, options, reasons and whether forced,
+messages with their recipients and type, tool calls with their ids, content
+refs, aggregates with their sources, outcomes and status (options as a set).
+Left out: ids,
+times, span ids, durations, token counts and model names (a served reply
+reports the recorded usage, but usage is not orchestration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_KEPT = ("type", "agent", "instance", "from", "to", "to_instance", "decision", "targets", "options", "reason",
+         "forced", "channel", "recipients", "message_type", "tool", "call_id", "content_ref", "sources",
+         "source_instances", "outcome", "status")
+
+
+def orchestration(event: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``event`` that the comparison looks at."""
+    view = {key: event[key] for key in _KEPT if key in event}
+    if isinstance(view.get("options"), list):  # candidates have no order (some frameworks keep them in a set)
+        view["options"] = sorted(view["options"])
+    if "resume_of" in event:  # the resumed trace's id differs between runs; that there is one does not
+        view["resume_of_present"] = True
+    return view
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first event where the replay differs from the recording:
+    ``index`` (0-based position in the events), the recorded event and the
+    replayed one as :func:`orchestration` reduces them (None where one trace
+    has no event at that position), and ``trace_index`` in a chain of runs."""
+
+    index: int
+    expected: dict[str, Any] | None
+    got: dict[str, Any] | None
+    trace_index: int = 0
+    note: str | None = None  # why, when the replay could not serve a call
+
+    @property
+    def event_id(self) -> str:
+        return f"e{self.index + 1}"
+
+    def describe(self) -> str:
+        where = f"run {self.trace_index + 1}, " if self.trace_index else ""
+        text = f"{where}event {self.event_id}: expected {self.expected}, got {self.got}"
+        return f"{text} ({self.note})" if self.note else text
+
+
+def first_divergence(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]],
+                     start: int = 0, stop: int | None = None) -> Divergence | None:
+    """The first position in ``[start, stop)`` where the two event lists differ."""
+    end = max(len(recorded), len(replayed)) if stop is None else stop
+    for index in range(start, end):
+        expected = orchestration(recorded[index]) if index < len(recorded) else None
+        got = orchestration(replayed[index]) if index < len(replayed) else None
+        if expected != got:
+            return Divergence(index, expected, got)
+    return None

@@ -1,0 +1,226 @@
+"""Runs an app again on a recorded run and compares the orchestration.
+
+Steps: index the recording (:mod:`._script`); make sure the app's framework
+is instrumented; switch the content policy to local capture for the replay
+(the replayed run's content goes to the new trace's content store and to no
+exporter); patch the framework's seams (the adapter in ``integrations/``);
+feed each recorded run input to the app with the script's server active;
+convert the spans the replay made; compare; undo everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from .. import _configure
+from ..content import LocalContents
+from ..converter import content_refs, convert
+from ..integrations._patch import Patches
+from ..integrations._serving import ACTIVE, NotRecorded
+from ..recorder import get_recorder
+from ..testing import capture, ensure_sdk_provider
+from ._compare import Divergence, first_divergence
+from ._fork import ForkPlan, plan
+from ._script import MissingContent, Script, ScriptServer, Then
+
+# (module prefix of the app's class, the integration's replay adapter)
+_ADAPTERS = (
+    ("langgraph.", "orch_otel.integrations.langgraph._replay"),
+    ("autogen_agentchat.", "orch_otel.integrations.autogen._replay"),
+)
+
+
+class ReplayError(ValueError):
+    """The replay cannot start: an app it does not know, or a recording it cannot use."""
+
+
+@dataclass
+class ReplayResult:
+    """What a replay did. ``traces``: the new trace of each replayed run (a
+    chain of runs: an interrupted run and its resumes); ``equal``: the
+    orchestration is the recorded one (for a fork: up to the fork);
+    ``divergence``: the first difference; ``fork``: where a branch came from."""
+
+    traces: list[dict[str, Any]]
+    contents: dict[str, str]
+    equal: bool
+    divergence: Divergence | None
+    served: int = 0
+    live: int = 0
+    notes: list[str] = field(default_factory=list)
+    fork: dict[str, Any] | None = None
+    app_errors: list[str | None] = field(default_factory=list)  # the exception type each run ended with, if any
+
+    @property
+    def trace(self) -> dict[str, Any]:
+        return self.traces[-1]
+
+
+def adapter_for(app: Any) -> ModuleType:
+    where = type(app).__module__ + "."
+    for prefix, module in _ADAPTERS:
+        if where.startswith(prefix):
+            adapter = importlib.import_module(module)
+            if adapter.accepts(app):
+                return adapter
+    raise ReplayError(f"cannot replay a {type(app).__module__}.{type(app).__qualname__}: the factory must return "
+                      "a compiled LangGraph graph or an AutoGen agentchat team or agent")
+
+
+def _as_dict(trace: Any) -> dict[str, Any]:
+    dump = getattr(trace, "model_dump", None)
+    return dump(by_alias=True, exclude_none=True) if callable(dump) else trace
+
+
+def run_input(script: Script) -> Any:
+    ref = script.trace["events"][0].get("run_input_ref")
+    text = script.contents.get(ref) if ref else None
+    if text is None:
+        raise MissingContent(f"trace {script.trace['trace_id']} has no recorded run input (record with "
+                             "ORCH_OTEL_RECORD_FOR_REPLAY=true or content capture on, and keep content/ beside "
+                             "the traces)")
+    return orjson.loads(text)
+
+
+async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
+                  choose: str | None = None, then: Then | None = None) -> ReplayResult:
+    """:func:`replay` inside a running event loop."""
+    runs = [_as_dict(trace)] if isinstance(trace, dict) or hasattr(trace, "model_dump") else \
+        [_as_dict(t) for t in trace]
+    if not runs:
+        raise ReplayError("nothing to replay: no trace given")
+    contents = dict(contents or {})
+    adapter = adapter_for(app)
+    scripts = [Script.of(t, contents) for t in runs]
+    for script in scripts:
+        lacking = script.missing()
+        if lacking:
+            raise MissingContent(f"trace {script.trace['trace_id']} lacks the content of {len(lacking)} "
+                                 f"event(s) a replay serves: {', '.join(lacking[:20])}"
+                                 f"{' ...' if len(lacking) > 20 else ''} (record with ORCH_OTEL_RECORD_FOR_REPLAY"
+                                 "=true or content capture on, and keep content/ beside the traces)")
+    inputs = [run_input(s) for s in scripts]
+    if (fork is None) != (choose is None):
+        raise ReplayError("a fork needs both the event (fork=) and the option (choose=)")
+    fork_plan = plan(runs[-1], contents, fork, choose) if fork is not None and choose is not None else None
+    with _replay_session(adapter) as policy_store, capture(_provider()) as captured:
+        new_traces, errors = [], []
+        seen: set[str] = set()
+        for i, (script, recorded_input) in enumerate(zip(scripts, inputs)):
+            rewrite = (fork_plan.model_index, fork_plan.rewrite) if fork_plan and i == len(scripts) - 1 else None
+            token = ACTIVE.set(ScriptServer(script, lambda ref: policy_store.texts((ref,)).get(ref), rewrite, then))
+            try:
+                await adapter.run(app, recorded_input)
+                errors.append(None)
+            except NotRecorded:
+                errors.append(NotRecorded.__name__)
+            except Exception as exc:  # the app failed: as it may have when it was recorded
+                errors.append(type(exc).__qualname__)
+            finally:
+                ACTIVE.reset(token)
+            new_traces.append(_new_trace(captured, seen, script))
+        new_contents = policy_store.texts(set().union(*(content_refs(t) for t in new_traces)))
+    return _result(runs, scripts, new_traces, new_contents, errors, fork_plan)
+
+
+def replay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
+           choose: str | None = None, then: Then | None = None) -> ReplayResult:
+    """Run ``app`` again on the recorded run ``trace`` (a trace dict, or a
+    chain: an interrupted run and its resumes) with every model and tool call
+    answered from the recording (``contents``: its content store, ref ->
+    text), and compare the orchestration. ``fork=EVENT_ID, choose=OPTION``
+    changes that decision, serves what came before it, and lets the app's
+    own models and tools (or ``then``) make the rest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(areplay(trace, app, contents=contents, fork=fork, choose=choose, then=then))
+    raise ReplayError("replay() was called inside a running event loop: use `await orch_otel.areplay(...)`")
+
+
+def _provider() -> Any:
+    state = _configure.current()
+    return state.tracer_provider if state is not None else ensure_sdk_provider()
+
+
+class _replay_session:
+    """Instrumentation, local content capture and the adapter's patches, for
+    the length of a replay; everything is put back after it."""
+
+    def __init__(self, adapter: ModuleType) -> None:
+        self.adapter = adapter
+        self.patches = Patches()
+        self.instrumentor: Any = None
+
+    def __enter__(self) -> LocalContents:
+        _provider()
+        instrumentor = self.adapter.instrumentor()
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument()
+            self.instrumentor = instrumentor
+        self.policy = policy = get_recorder().content
+        self.saved = (policy.capture, policy.local)
+        store = LocalContents(max_bytes=1 << 40)  # one replay's content, in full
+        policy.capture, policy.local = True, store
+        self.adapter.install(self.patches)
+        return store
+
+    def __exit__(self, *exc: Any) -> None:
+        self.patches.remove()
+        self.policy.capture, self.policy.local = self.saved
+        if self.instrumentor is not None:
+            self.instrumentor.uninstrument()
+
+
+def _new_trace(captured: Any, seen: set[str], script: Script) -> dict[str, Any]:
+    """The trace the last run made (the earliest new trace with a root)."""
+    groups = [spans for trace_id, spans in captured.by_trace().items() if trace_id not in seen]
+    seen.update(spans[0].trace_id for spans in groups)
+    rooted = [spans for spans in groups if any(s.is_local_root for s in spans)] or groups
+    if not rooted:
+        raise ReplayError(f"the replay of trace {script.trace['trace_id']} recorded no spans: is the app "
+                          "instrumented by another tool that suppresses orch-otel?")
+    spans = min(rooted, key=lambda group: min(s.start_ns for s in group))
+    return convert(spans, complete=any(s.is_local_root for s in spans)).trace
+
+
+def _result(runs: Sequence[dict[str, Any]], scripts: Sequence[Script], new: list[dict[str, Any]],
+            contents: dict[str, str], errors: list[str | None], fork_plan: ForkPlan | None) -> ReplayResult:
+    divergence = None
+    for i, (old, got, script) in enumerate(zip(runs, new, scripts)):
+        stop = fork_plan.model_index if fork_plan is not None and i == len(runs) - 1 else None
+        found = first_divergence(old["events"], got["events"], stop=stop)
+        if found is None and script.misses and stop is None:
+            found = Divergence(len(got["events"]), None, None, note=script.misses[0])
+        if found is not None:
+            divergence = Divergence(found.index, found.expected, found.got, i,
+                                    script.misses[0] if script.misses else None)
+            break
+    provenance = None
+    if fork_plan is not None:
+        source = runs[-1]
+        provenance = fork_plan.provenance(source["trace_id"])
+        branch = new[-1]
+        branch["task_id"] = source["task_id"]
+        _mark_fork(branch, fork_plan.model_index, provenance)
+    return ReplayResult(new, contents, divergence is None, divergence,
+                        served=sum(s.served for s in scripts), live=sum(s.live for s in scripts),
+                        notes=[n for s in scripts for n in s.notes], fork=provenance, app_errors=errors)
+
+
+def _mark_fork(branch: dict[str, Any], index: int, provenance: dict[str, Any]) -> None:
+    """Put the provenance on the branch's decision at the fork (the first decision from there on)."""
+    events = branch["events"]
+    for event in events[index:]:
+        if event.get("decision") is not None and not event.get("implied"):
+            event["fork"] = provenance
+            return
+    if events:
+        events[min(index, len(events) - 1)]["fork"] = provenance

@@ -1,0 +1,134 @@
+"""Forks: where a recorded decision can be changed, and how.
+
+A decision a model made (a handoff or delegation tool call, a selector's
+answer naming the next speaker, an answer with no handoff that ended the
+run) is forced the way the model would have made the other choice: the
+reply served at the fork is the recorded one with the choice changed, and
+the framework then acts on it with its own machinery (the handoff tool's
+``Command``, the selector's speaker, the agent's end of turn). A decision no
+model made (a routing function, a termination condition) is reported as one
+that cannot be forced yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..vocabulary import Channel, DecisionKind, EventKind
+
+STOP = "stop"  # --choose stop: end here instead of handing off
+
+
+class ForkError(ValueError):
+    """A fork that cannot be made: not a decision, not an option, or not forceable."""
+
+
+@dataclass(frozen=True)
+class ForkPlan:
+    event: dict[str, Any]  # the recorded decision
+    index: int  # its position
+    model_index: int  # the position of the model call that made it
+    recorded: list[str]
+    forced: list[str]
+    rewrite: Callable[[Any], Any]
+
+    def provenance(self, source_trace_id: str) -> dict[str, Any]:
+        event_id = self.event["id"]
+        return {"source_trace_id": source_trace_id, "event_id": event_id, "decision": self.event.get("decision"),
+                "recorded": self.recorded, "forced": self.forced, "group": f"{source_trace_id}/{event_id}"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _handoff_tools(tools_text: str | None) -> dict[str, str]:
+    """Offered tool name -> the agent it hands off to's normalised name, for transfer tools."""
+    out: dict[str, str] = {}
+    for tool in orjson.loads(tools_text) if tools_text else []:
+        name = (tool.get("function") or {}).get("name") if isinstance(tool, dict) else None
+        if isinstance(name, str) and (m := re.match(r"^(?:transfer|handoff)_?to_?(.+)$", name, re.IGNORECASE)):
+            out[name] = _norm(m.group(1))
+    return out
+
+
+def options_at(trace: dict[str, Any], contents: Mapping[str, str], event_id: str) -> list[str]:
+    """The options ``--choose-each`` forks over: the decision's recorded options,
+    else the agents the deciding model could hand off to."""
+    event, _, model = _locate(trace, event_id)
+    if event.get("options"):
+        return list(event["options"])
+    handoffs = _handoff_tools(contents.get(model.get("tools_ref") or ""))
+    agents = _agents(trace)
+    return [agents.get(target, target) for target in handoffs.values()]
+
+
+def _agents(trace: dict[str, Any]) -> dict[str, str]:
+    return {_norm(e["agent"]): e["agent"] for e in trace["events"]}
+
+
+def _locate(trace: dict[str, Any], event_id: str) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    events = trace["events"]
+    index = next((i for i, e in enumerate(events) if e["id"] == event_id), None)
+    if index is None:
+        raise ForkError(f"trace {trace['trace_id']} has no event {event_id}")
+    event = events[index]
+    if event.get("decision") not in (DecisionKind.DELEGATE.value, DecisionKind.STOP.value) or event.get("implied"):
+        raise ForkError(f"event {event_id} is a {event['type']}"
+                        f"{' ' + event['decision'] if event.get('decision') else ''}"
+                        f"{' (implied)' if event.get('implied') else ''}, not a delegation, handoff, speaker "
+                        "selection or stop that a fork can change")
+    instance = event.get("instance")
+    model = next((e for e in reversed(events[:index]) if e["type"] == EventKind.MESSAGE.value
+                  and e.get("channel") == Channel.LLM.value and e.get("instance") == instance), None)
+    if model is None:
+        raise ForkError(f"event {event_id} ({event['decision']} by {instance}) was not made by a model call: "
+                        "routing functions and termination conditions cannot be forced yet")
+    return event, index, model
+
+
+def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choose: str) -> ForkPlan:
+    event, index, model = _locate(trace, event_id)
+    model_index = trace["events"].index(model)
+    recorded = [] if event["decision"] == DecisionKind.STOP.value else list(event.get("targets") or [])
+    options = event.get("options")
+    if choose != STOP and options and choose not in options:
+        raise ForkError(f"{choose!r} is not an option of {event_id}; its options are {', '.join(options)}")
+    handoffs = _handoff_tools(contents.get(model.get("tools_ref") or ""))
+    tool_for = {norm: name for name, norm in handoffs.items()}
+    if choose != STOP and _norm(choose) not in tool_for and handoffs:
+        raise ForkError(f"the model at {model['id']} was offered no handoff to {choose!r}; it could hand off to "
+                        f"{', '.join(sorted(handoffs))}")
+
+    def rewrite(output: Any) -> Any:
+        if not isinstance(output, dict):
+            output = {"role": "assistant", "content": output}
+        calls = [dict(c) for c in output.get("tool_calls") or ()]
+        handing = [c for c in calls if c.get("name") in handoffs]
+        others = [c for c in calls if c.get("name") not in handoffs]
+        if choose == STOP:
+            return {**output, "tool_calls": others} if handing else _no_choice(output, event_id)
+        if handing or (not calls and handoffs):
+            # a new call carries both forms of its arguments: LangChain's dict, AutoGen's JSON text
+            call = dict(handing[0]) if handing else {"id": f"call_fork_{event_id}", "args": {}, "arguments": "{}"}
+            call["name"] = tool_for[_norm(choose)]
+            return {**output, "tool_calls": [call, *others]}
+        text = output.get("content")
+        if isinstance(text, str) and recorded and any(t in text for t in recorded):  # a selector's answer
+            return {**output, "content": choose}
+        return _no_choice(output, event_id)
+
+    reply = contents.get(model.get("content_ref") or "")
+    if reply is None:
+        raise ForkError(f"the model reply that made {event_id} ({model['id']}) is not in the recording's content")
+    rewrite(orjson.loads(reply))  # a fork that cannot be made fails here, before the app runs
+    return ForkPlan(event, index, model_index, recorded, [] if choose == STOP else [choose], rewrite)
+
+
+def _no_choice(output: Any, event_id: str) -> Any:
+    raise ForkError(f"the model reply that made {event_id} holds no choice a fork can change")
