@@ -135,13 +135,16 @@ class Recorder:
         system: str | None = None,
         topology: str | None = None,
         attributes: dict[str, Any] | None = None,
+        input: Any = None,
     ) -> Invocation:
-        """An agent invocation. ``spawned`` marks a sub-agent started by its parent."""
+        """An agent invocation. ``spawned`` marks a sub-agent started by its parent;
+        ``input``: a standalone agent run's input (content, as for ``workflow``)."""
         attrs: dict[str, Any] = {
             Attr.OPERATION: Operation.INVOKE_AGENT.value,
             Attr.AGENT_NAME: name,
             Attr.AGENT_ID: agent_id or name,
         }
+        content_into(attrs, self.content, input, Attr.INPUT_REF, Attr.RUN_INPUT)
         put(attrs, Attr.AGENT_ROLE, role)
         put(attrs, Attr.AGENT_DESCRIPTION, description)
         if spawned:

@@ -23,6 +23,8 @@ _KEPT = ("type", "agent", "instance", "from", "to", "to_instance", "decision", "
 def orchestration(event: dict[str, Any]) -> dict[str, Any]:
     """The fields of ``event`` that the comparison looks at."""
     view = {key: event[key] for key in _KEPT if key in event}
+    if event.get("channel") == "llm":  # a model call's "to" is the model's name
+        view.pop("to", None)
     if isinstance(view.get("options"), list):  # candidates have no order (some frameworks keep them in a set)
         view["options"] = sorted(view["options"])
     if "resume_of" in event:  # the resumed trace's id differs between runs; that there is one does not
@@ -53,9 +55,34 @@ class Divergence:
         return f"{text} ({self.note})" if self.note else text
 
 
+_TOOL_EVENTS = {"tool_call": 0, "tool_result": 1}
+
+
+def canonical_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` with each batch of tool calls put in one order: an unbroken
+    run of tool calls and results of one instance, sorted by call id. An
+    agent's tools of one turn run concurrently (AutoGen gathers them), so
+    their order differs between two runs of the same orchestration."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(events):
+        j = i
+        while (j < len(events) and events[j]["type"] in _TOOL_EVENTS
+               and events[j].get("instance") == events[i].get("instance")):
+            j += 1
+        if j - i > 2:
+            out.extend(sorted(events[i:j], key=lambda e: (str(e.get("call_id")), _TOOL_EVENTS[e["type"]])))
+        else:
+            out.extend(events[i:max(j, i + 1)])
+        i = max(j, i + 1)
+    return out
+
+
 def first_divergence(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]],
                      start: int = 0, stop: int | None = None) -> Divergence | None:
-    """The first position in ``[start, stop)`` where the two event lists differ."""
+    """The first position in ``[start, stop)`` where the two event lists
+    differ (each in :func:`canonical_order`)."""
+    recorded, replayed = canonical_order(recorded), canonical_order(replayed)
     end = max(len(recorded), len(replayed)) if stop is None else stop
     for index in range(start, end):
         expected = orchestration(recorded[index]) if index < len(recorded) else None

@@ -65,18 +65,19 @@ class Script:
     def of(cls, trace: dict[str, Any], contents: Mapping[str, str]) -> Script:
         script = cls(trace, contents)
         events = trace["events"]
-        calls: dict[str, dict[str, Any]] = {}
+        open_calls: dict[str, dict[str, Any]] = {}  # tool span -> its call, until its result
         for index, e in enumerate(events):
             kind = e["type"]
             if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
                 script.models.append(Recorded(e, index, e.get("input_ref"), script._text(e.get("content_ref"))))
             elif kind == EventKind.TOOL_CALL.value:
-                calls[e["span_id"]] = e
+                open_calls[e["span_id"]] = e
             elif kind == EventKind.TOOL_RESULT.value:
-                call = calls.get(e["span_id"], {})
+                call = open_calls.pop(e["span_id"], {})
                 script.tools.append(Recorded(e, index, call.get("content_ref"), script._text(e.get("content_ref"))))
             elif e.get("decision") == DecisionKind.DELEGATE.value or e.get("message_type") == "handoff":
-                script.handoff_spans.update(s for s, c in calls.items() if c.get("instance") == e.get("instance"))
+                # a delegation made while a tool runs: that tool is a handoff tool
+                script.handoff_spans.update(s for s, c in open_calls.items() if c.get("instance") == e.get("instance"))
         return script
 
     def _text(self, ref: str | None) -> str | None:

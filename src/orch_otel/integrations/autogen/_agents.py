@@ -15,6 +15,7 @@ from typing import Any
 from opentelemetry import trace
 
 from ...recorder import Recorder
+from ._served import served_tool
 from ._state import arg, recording, telemetry_failed
 
 
@@ -34,7 +35,8 @@ def run_json(recorder: Recorder) -> Callable[..., Any]:
             telemetry_failed("tool start")
             return await wrapped(*args, **kwargs)
         with inv:  # fails it on an exception (re-raised untouched), else ends it
-            result = await wrapped(*args, **kwargs)
+            served = served_tool(inv.span, instance.name, arg(args, kwargs, 2, "call_id"))
+            result = await wrapped(*args, **kwargs) if served is None else served.output
             inv.set_result(result)
         return result
 

@@ -20,6 +20,7 @@ from opentelemetry import trace
 from ...recorder import Recorder
 from ...vocabulary import function_tool
 from .._patch import Patches
+from ._served import create_result, served_model
 from ._state import LLM_KEY, arg, telemetry_failed
 
 _METHODS = ("create", "create_stream")
@@ -172,7 +173,8 @@ def create_wrapper(recorder: Recorder) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         token = otel_context.attach(ctx)
         try:
-            result = await wrapped(*args, **kwargs)
+            served = served_model(inv.span, model_name(instance))
+            result = await wrapped(*args, **kwargs) if served is None else create_result(served)
         except BaseException as exc:
             inv.fail(exc)
             raise
@@ -194,6 +196,18 @@ def create_stream_wrapper(recorder: Recorder, result_type: type) -> Callable[...
             async for item in agen:
                 yield item
             return
+        token = otel_context.attach(ctx)
+        try:
+            served = served_model(inv.span, model_name(client))
+        except BaseException as exc:  # a replay that cannot answer: the stream fails as the call would
+            inv.fail(exc)
+            await agen.aclose()
+            raise
+        finally:
+            otel_context.detach(token)
+        if served is not None:  # a replay: the recorded reply is the whole stream
+            await agen.aclose()
+            agen = _one(create_result(served))
         try:
             while True:
                 token = otel_context.attach(ctx)
@@ -218,6 +232,10 @@ def create_stream_wrapper(recorder: Recorder, result_type: type) -> Callable[...
         return traced(wrapped(*args, **kwargs), instance, args, kwargs)
 
     return wrapper
+
+
+async def _one(result: Any) -> AsyncIterator[Any]:
+    yield result
 
 
 class ClientPatcher:

@@ -19,7 +19,7 @@ from ..._invocation import CANCELLED, ERROR, OK
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
 from ._clients import ClientPatcher
-from ._state import RUNS, SYSTEM, RunState, attached, current_state, telemetry_failed
+from ._state import RUNS, SYSTEM, RunState, arg, attached, current_state, telemetry_failed
 
 
 def _finish(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:
@@ -115,7 +115,7 @@ def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: typ
                     nested_types: tuple[type, ...]) -> Callable[..., Any]:
     """``BaseGroupChat.run_stream``: one span per run (the trace root unless nested)."""
 
-    def begin(team: Any) -> tuple[RunState, Callable[[], None]] | None:
+    def begin(team: Any, task: Any) -> tuple[RunState, Callable[[], None]] | None:
         team_id = getattr(team, "_team_id", None)
         if getattr(team, "_is_running", False) or team_id is None:  # AutoGen will refuse this run
             return None
@@ -132,7 +132,7 @@ def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: typ
             )
         else:
             inv = recorder.workflow(name, conversation_id=team_id, system=SYSTEM,
-                                    topology=_topology(team, nested_types))
+                                    topology=_topology(team, nested_types), input=_task(recorder, task))
         inv.start(attach=False)
         state = RUNS[team_id] = RunState(name, inv, nested=parent is not None, parent=parent)
         if parent is not None:  # a team participant's run is its turn in the enclosing run
@@ -144,20 +144,25 @@ def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: typ
 
         return state, forget
 
-    def traced(agen: Any, team: Any) -> AsyncIterator[Any]:
-        return _traced_steps(recorder, agen, lambda: begin(team), result_type)
+    def traced(agen: Any, team: Any, task: Any) -> AsyncIterator[Any]:
+        return _traced_steps(recorder, agen, lambda: begin(team, task), result_type)
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        return traced(wrapped(*args, **kwargs), instance)
+        return traced(wrapped(*args, **kwargs), instance, arg(args, kwargs, 0, "task"))
 
     return wrapper
 
 
-def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None):
+def _task(recorder: Recorder, task: Any) -> dict[str, Any] | None:
+    """A run's task as a replay feeds it again (content: only while captured)."""
+    return {"task": task} if task is not None and recorder.content.capture else None
+
+
+def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None, task: Any = None):
     name = agent.name
     return recorder.agent(
         name, role=type(agent).__name__, description=agent.description, spawned=parent is not None,
-        system=SYSTEM if parent is None else None,
+        system=SYSTEM if parent is None else None, input=_task(recorder, task) if parent is None else None,
     )
 
 
@@ -169,7 +174,7 @@ def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
         try:
             clients.discover_agent(instance)
             parent = current_state()
-            inv = _agent_invocation(recorder, instance, parent).start(attach=False)
+            inv = _agent_invocation(recorder, instance, parent, arg(args, kwargs, 0, "task")).start(attach=False)
             state = RunState(instance.name, inv, nested=parent is not None, parent=parent)
         except Exception:
             telemetry_failed("agent run start")
@@ -189,17 +194,17 @@ def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
 def agent_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run_stream``, like :func:`agent_run`."""
 
-    def begin(agent: Any) -> tuple[RunState, None]:
+    def begin(agent: Any, task: Any) -> tuple[RunState, None]:
         clients.discover_agent(agent)
         parent = current_state()
-        inv = _agent_invocation(recorder, agent, parent).start(attach=False)
+        inv = _agent_invocation(recorder, agent, parent, task).start(attach=False)
         return RunState(agent.name, inv, nested=parent is not None, parent=parent), None
 
-    def traced(agen: Any, agent: Any) -> AsyncIterator[Any]:
-        return _traced_steps(recorder, agen, lambda: begin(agent), result_type)
+    def traced(agen: Any, agent: Any, task: Any) -> AsyncIterator[Any]:
+        return _traced_steps(recorder, agen, lambda: begin(agent, task), result_type)
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        return traced(wrapped(*args, **kwargs), instance)
+        return traced(wrapped(*args, **kwargs), instance, arg(args, kwargs, 0, "task"))
 
     return wrapper
 
