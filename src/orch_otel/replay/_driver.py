@@ -90,7 +90,7 @@ def run_input(script: Script) -> Any:
 
 
 async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
-                  choose: str | None = None, then: Then | None = None) -> ReplayResult:
+                  choose: str | None = None, then: Then | None = None, serve_tools: bool = True) -> ReplayResult:
     """:func:`replay` inside a running event loop."""
     runs = [_as_dict(trace)] if isinstance(trace, dict) or hasattr(trace, "model_dump") else \
         [_as_dict(t) for t in trace]
@@ -115,7 +115,8 @@ async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = 
         seen: set[str] = set()
         for i, (script, recorded_input) in enumerate(zip(scripts, inputs)):
             rewrite = (fork_plan.model_index, fork_plan.rewrite) if fork_plan and i == len(scripts) - 1 else None
-            token = ACTIVE.set(ScriptServer(script, lambda ref: policy_store.texts((ref,)).get(ref), rewrite, then))
+            server = ScriptServer(script, lambda ref: policy_store.texts((ref,)).get(ref), rewrite, then, serve_tools)
+            token = ACTIVE.set(server)
             try:
                 await adapter.run(app, recorded_input)
                 errors.append(None)
@@ -131,17 +132,20 @@ async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = 
 
 
 def replay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
-           choose: str | None = None, then: Then | None = None) -> ReplayResult:
+           choose: str | None = None, then: Then | None = None, serve_tools: bool = True) -> ReplayResult:
     """Run ``app`` again on the recorded run ``trace`` (a trace dict, or a
     chain: an interrupted run and its resumes) with every model and tool call
     answered from the recording (``contents``: its content store, ref ->
     text), and compare the orchestration. ``fork=EVENT_ID, choose=OPTION``
     changes that decision, serves what came before it, and lets the app's
-    own models and tools (or ``then``) make the rest."""
+    own models and tools (or ``then``) make the rest. ``serve_tools=False``
+    runs the tools themselves and compares their results with the recorded
+    ones (a regression check of the tools)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(areplay(trace, app, contents=contents, fork=fork, choose=choose, then=then))
+        return asyncio.run(areplay(trace, app, contents=contents, fork=fork, choose=choose, then=then,
+                                   serve_tools=serve_tools))
     raise ReplayError("replay() was called inside a running event loop: use `await orch_otel.areplay(...)`")
 
 

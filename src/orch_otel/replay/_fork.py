@@ -83,6 +83,10 @@ def _locate(trace: dict[str, Any], event_id: str) -> tuple[dict[str, Any], int, 
                         f"{' ' + event['decision'] if event.get('decision') else ''}"
                         f"{' (implied)' if event.get('implied') else ''}, not a delegation, handoff, speaker "
                         "selection or stop that a fork can change")
+    if event["decision"] == DecisionKind.STOP.value and event.get("source") != "answer":
+        raise ForkError(f"event {event_id} (stop by {event.get('instance')}, {event.get('reason')!r}) was not made by "
+                        f"a model call but by {event.get('source') or 'the framework'}: routing functions and "
+                        "termination conditions cannot be forced yet")
     instance = event.get("instance")
     model = next((e for e in reversed(events[:index]) if e["type"] == EventKind.MESSAGE.value
                   and e.get("channel") == Channel.LLM.value and e.get("instance") == instance), None)

@@ -170,8 +170,10 @@ class ScriptServer:
     """Serves one script; past a fork, hands calls to ``then`` (or lets them run)."""
 
     def __init__(self, script: Script, live_text: Callable[[str], str | None],
-                 rewrite: tuple[int, Callable[[Any], Any]] | None = None, then: Then | None = None) -> None:
+                 rewrite: tuple[int, Callable[[Any], Any]] | None = None, then: Then | None = None,
+                 serve_tools: bool = True) -> None:
         self.script = script
+        self.serve_tools = serve_tools  # False: tools run as themselves; their results are compared
         self.live_text = live_text  # the replay's own content, by ref
         self.rewrite = rewrite  # (index of the model call to change, how) for a fork
         self.then = then
@@ -191,7 +193,7 @@ class ScriptServer:
         if self.forked:
             return self._after_fork(call)
         recorded = self.script.tool_answer(call)
-        if recorded is None:
+        if recorded is None or not self.serve_tools:
             self.script.live += 1
             return None
         return self.script.served_from(recorded)

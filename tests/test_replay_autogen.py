@@ -1,0 +1,151 @@
+"""Replay of AutoGen teams: each test app is recorded with content, then run
+again by a factory whose model clients and tools raise if they are called at
+all, so every answer must come from the recording; the orchestration must be
+the recorded one. Forks change a speaker selection and a handoff."""
+
+from __future__ import annotations
+
+import asyncio
+
+import autogen_apps as apps
+import pytest
+from autogen_ext.models.replay import ReplayChatCompletionClient
+from conftest import check_trace, decisions_of, instrumentor_fixture
+
+from orch_otel.integrations.autogen import AutoGenInstrumentor
+from orch_otel.integrations.autogen.testing import MODEL_INFO
+from orch_otel.recorder import get_recorder
+from orch_otel.replay import ForkError, MissingContent, orchestration, replay
+
+TIMEOUT = 20
+
+instrumented = instrumentor_fixture(AutoGenInstrumentor)
+
+APPS = ["two_agent_round_robin", "failing_tool_team", "selector_team", "swarm_team", "graph_flow",
+        "society_of_mind_team", "team_as_participant", "magentic_one", "tool_round_robin_max_messages",
+        "nested_text_mention"]
+
+
+class CalledForReal(AssertionError):
+    """A replay called a model or a tool instead of serving it."""
+
+
+class RaisingClient(ReplayChatCompletionClient):
+    async def create(self, *args, **kwargs):
+        raise CalledForReal("a model was called during replay")
+
+    async def create_stream(self, *args, **kwargs):
+        raise CalledForReal("a model was called during replay")
+        yield  # pragma: no cover - makes this an async generator
+
+
+def raising_client(*outputs, model_info=None):
+    return RaisingClient(list(outputs), model_info=model_info or MODEL_INFO)
+
+
+async def lookup(q: str) -> str:
+    """Look something up."""  # the docstring and signature of the app's tool: the same tool schema
+    raise CalledForReal("a tool was called during replay")
+
+
+def record(name: str, captured, monkeypatch) -> tuple[dict, dict[str, str]]:
+    """Run the app ``name`` with content captured; its trace and contents."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        asyncio.run(asyncio.wait_for(getattr(apps, name)().run(task="go"), TIMEOUT))
+    (conversion,) = captured.conversions()
+    return check_trace(conversion.trace), conversion.contents
+
+
+def raising_app(name: str, monkeypatch):
+    """The same app, built with model clients and tools that raise when called."""
+    monkeypatch.setattr(apps, "replay", raising_client)
+    monkeypatch.setattr(apps, "lookup", lookup)
+    return getattr(apps, name)()
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_replay_serves_every_call_and_gives_the_recorded_orchestration(name, captured, monkeypatch):
+    trace, contents = record(name, captured, monkeypatch)
+    result = replay(trace, raising_app(name, monkeypatch), contents=contents)
+    assert result.equal, result.divergence.describe()
+    assert result.app_errors == [None]
+    replayed = check_trace(result.trace)
+    assert [orchestration(e) for e in replayed["events"]] != []
+    assert result.served == sum(1 for e in trace["events"] if e.get("channel") == "llm") + sum(
+        1 for e in trace["events"] if e["type"] == "tool_result" and e["status"] == "ok")
+
+
+def test_failing_tool_runs_as_itself_and_fails_again(captured, monkeypatch):
+    """boom raises: its recorded result is the failure, which a replay cannot serve, so the tool runs again."""
+    trace, contents = record("failing_tool_team", captured, monkeypatch)
+    result = replay(trace, raising_app("failing_tool_team", monkeypatch), contents=contents)
+    assert result.equal and result.live == 1
+    (failed,) = [e for e in result.trace["events"] if e["type"] == "tool_result"]
+    assert failed["tool"] == "boom" and failed["status"] == "error"
+
+
+def test_a_changed_tool_diverges_at_its_result(captured, monkeypatch):
+    """With the tools run for real, a lookup that now answers otherwise is the first difference."""
+    trace, contents = record("swarm_team", captured, monkeypatch)
+
+    async def lookup(q: str) -> str:  # the tool's own name: the model calls it by name
+        """Look something up."""
+        return "something else"
+
+    monkeypatch.setattr(apps, "lookup", lookup)
+    result = replay(trace, apps.swarm_team(), contents=contents, serve_tools=False)
+    assert not result.equal
+    assert result.divergence.expected["type"] == "tool_result"
+    assert result.divergence.expected["tool"] == "lookup"
+    assert result.divergence.expected["content_ref"] != result.divergence.got["content_ref"]
+
+
+def test_a_changed_prompt_is_a_divergence_not_a_guess(captured, monkeypatch):
+    """Another system message gives planner another prompt: no recorded reply answers it."""
+    trace, contents = record("selector_team", captured, monkeypatch)
+    monkeypatch.setattr(apps, "replay", raising_client)
+    team = apps.selector_team()
+    team._participants[0]._system_messages[0].content = "You are a different planner."
+    result = replay(trace, team, contents=contents)
+    assert not result.equal
+    assert "prompt the recording does not have" in result.divergence.note
+    planner_call = next(e for e in trace["events"] if e.get("channel") == "llm" and e["agent"] == "planner")
+    assert result.divergence.event_id == planner_call["id"]
+
+
+def test_fork_at_a_speaker_selection_forces_the_chosen_speaker(captured, monkeypatch):
+    trace, contents = record("selector_team", captured, monkeypatch)
+    first = decisions_of(trace, "delegate")[0]
+    assert first["targets"] == ["planner"]
+    result = replay(trace, apps.selector_team(), contents=contents, fork=first["id"], choose="reviewer")
+    branch = check_trace(result.trace)
+    assert result.equal  # the prefix before the selection is the recorded one
+    forced = decisions_of(branch, "delegate")[0]
+    assert forced["targets"] == ["reviewer"] and forced["id"] == first["id"]
+    assert forced["fork"] == {"source_trace_id": trace["trace_id"], "event_id": first["id"], "decision": "delegate",
+                              "recorded": ["planner"], "forced": ["reviewer"],
+                              "group": f"{trace['trace_id']}/{first['id']}"}
+    assert branch["task_id"] == trace["task_id"] and branch["trace_id"] != trace["trace_id"]
+    speakers = [e["agent"] for e in branch["events"] if e.get("channel") == "agent"]
+    assert speakers[0] == "reviewer"
+
+
+def test_fork_checks_the_option_and_the_event(captured, monkeypatch):
+    trace, contents = record("selector_team", captured, monkeypatch)
+    first = decisions_of(trace, "delegate")[0]
+    with pytest.raises(ForkError, match="not an option"):
+        replay(trace, apps.selector_team(), contents=contents, fork=first["id"], choose="nobody")
+    message = next(e for e in trace["events"] if e["type"] == "message")
+    with pytest.raises(ForkError, match="not a delegation"):
+        replay(trace, apps.selector_team(), contents=contents, fork=message["id"], choose="coder")
+    stop = decisions_of(trace, "stop")[-1]
+    with pytest.raises(ForkError, match="not made by a model call"):
+        replay(trace, apps.selector_team(), contents=contents, fork=stop["id"], choose="coder")
+
+
+def test_a_trace_without_content_says_which_events_lack_it(captured):
+    asyncio.run(asyncio.wait_for(apps.selector_team().run(task="go"), TIMEOUT))
+    (conversion,) = captured.conversions()
+    with pytest.raises(MissingContent, match=r"lacks the content of 4 event\(s\)"):
+        replay(conversion.trace, apps.selector_team(), contents=conversion.contents)
