@@ -20,18 +20,25 @@ from opentelemetry import context as otel_context
 from ._faults import guarded
 from ._invocation import Invocation, LLMInvocation, current_agent
 from ._renamed import renamed_keyword
+from ._serving import ACTIVE, ModelCall, Served, ToolCall
 from .recorder import NOT_RECORDING, get_recorder
-from .vocabulary import StopReason
+from .vocabulary import Attr, StopReason
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Traced:
-    """A decorator that is also a context manager; ``factory`` makes one Invocation per call."""
+Serve = Callable[[Invocation], "Served | None"]  # a replay's answer for the call an invocation records
 
-    def __init__(self, factory: Callable[[Callable[..., Any] | None, tuple, dict], Invocation], name: str | None):
+
+class _Traced:
+    """A decorator that is also a context manager; ``factory`` makes one Invocation per call.
+    ``serve``: while a replay runs, the recorded result replaces the call (tools)."""
+
+    def __init__(self, factory: Callable[[Callable[..., Any] | None, tuple, dict], Invocation], name: str | None,
+                 serve: Serve | None = None):
         self._factory = factory
         self._name = name
+        self._serve = serve
         # one stack per thread / asyncio task, so a shared object can be entered concurrently
         self._active: contextvars.ContextVar[tuple[Invocation, ...]] = contextvars.ContextVar("orch_otel_active", default=())
 
@@ -48,38 +55,70 @@ class _Traced:
 
     # -- as a decorator --
     def __call__(self, fn: F) -> F:
-        factory = self._factory
+        factory, serve = self._factory, self._serve
         if inspect.isasyncgenfunction(fn):
-            return functools.wraps(fn)(_async_generator_wrapper(fn, factory))  # type: ignore[return-value]
+            return _marked(functools.wraps(fn)(_async_generator_wrapper(fn, factory)))
         if inspect.isgeneratorfunction(fn):
-            return functools.wraps(fn)(_generator_wrapper(fn, factory))  # type: ignore[return-value]
+            return _marked(functools.wraps(fn)(_generator_wrapper(fn, factory)))
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 invocation = _begin(factory, fn, args, kwargs)
                 try:
-                    result = await fn(*args, **kwargs)
+                    served = _served(serve, invocation)
+                    result = await fn(*args, **kwargs) if served is None else served.output
                 except BaseException as exc:
                     _finish(invocation, exc)
                     raise
                 _finish(invocation, None, result)
                 return result
 
-            return async_wrapper  # type: ignore[return-value]
+            return _marked(async_wrapper)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             invocation = _begin(factory, fn, args, kwargs)
             try:
-                result = fn(*args, **kwargs)
+                served = _served(serve, invocation)
+                result = fn(*args, **kwargs) if served is None else served.output
             except BaseException as exc:
                 _finish(invocation, exc)
                 raise
             _finish(invocation, None, result)
             return result
 
-        return wrapper  # type: ignore[return-value]
+        return _marked(wrapper)
+
+
+TRACED = "__orch_otel_traced__"  # set on every function these decorators wrap: replay knows them by it
+
+
+def _marked(wrapper: Callable[..., Any]) -> Any:
+    setattr(wrapper, TRACED, True)
+    return wrapper
+
+
+def _served(serve: Serve | None, invocation: Invocation | None) -> Served | None:
+    """A replay's recorded answer, when one is active and this call is served.
+    Not guarded: a call the recording cannot answer must fail the replayed run."""
+    if serve is None or invocation is None or ACTIVE.get() is None:
+        return None
+    return serve(invocation)
+
+
+def _span_attribute(invocation: Invocation, key: str) -> Any:
+    attributes = getattr(invocation.span, "attributes", None)
+    return attributes.get(key) if attributes else None
+
+
+def _serve_tool(invocation: Invocation) -> Served | None:
+    server = ACTIVE.get()
+    if server is None:
+        return None
+    return server.tool(ToolCall(name=str(_span_attribute(invocation, Attr.TOOL_NAME)),
+                                call_id=_span_attribute(invocation, Attr.TOOL_CALL_ID),
+                                args_ref=_span_attribute(invocation, Attr.INPUT_REF)))
 
 
 # The app's code runs whatever happens in these: a fault in orch-otel is logged
@@ -201,15 +240,18 @@ def agent(
 
     def factory(target: Callable[..., Any] | None, args: tuple, kwargs: dict) -> Invocation:
         agent_name = name or (target.__name__ if target else "agent")
-        return get_recorder().agent(
+        recorder = get_recorder()
+        inside = current_agent() is not None
+        return recorder.agent(
             agent_name,
             agent_id=agent_id,
             role=role,
             description=description,
-            spawned=(current_agent() is not None) if spawned is None else spawned,
+            spawned=inside if spawned is None else spawned,
             task_id=task_id,
             system=system or "custom",
             topology=topology,
+            input=None if inside else _call_input(recorder, target, args, kwargs),
         )
 
     traced = _Traced(factory, name)
@@ -227,15 +269,24 @@ def workflow(
     fn, name = _split(name_or_fn)
 
     def factory(target: Callable[..., Any] | None, args: tuple, kwargs: dict) -> Invocation:
-        return get_recorder().workflow(
+        recorder = get_recorder()
+        return recorder.workflow(
             name or (target.__name__ if target else "workflow"),
             task_id=task_id,
             system=system or "custom",
             topology=topology,
+            input=_call_input(recorder, target, args, kwargs),
         )
 
     traced = _Traced(factory, name)
     return traced(fn) if fn is not None else traced
+
+
+def _call_input(recorder: Any, target: Callable[..., Any] | None, args: tuple, kwargs: dict) -> Any:
+    """A decorated run's arguments, as a replay calls it again (content: only while captured)."""
+    if target is None or not (args or kwargs) or not recorder.content.capture:
+        return None
+    return {"args": list(args), "kwargs": kwargs}
 
 
 def tool(name_or_fn: str | Callable[..., Any] | None = None, *, tool_type: str = "function") -> Any:
@@ -252,17 +303,104 @@ def tool(name_or_fn: str | Callable[..., Any] | None = None, *, tool_type: str =
             tool_type=tool_type,
         )
 
-    traced = _Traced(factory, name)
+    traced = _Traced(factory, name, serve=_serve_tool)
     return traced(fn) if fn is not None else traced
 
 
 def llm_call(model: str, *, provider: str | None = None, input_messages: Any = None,
-             tools: Any = None) -> LLMInvocation:
+             tools: Any = None) -> Any:
     """Trace your own LLM call: ``with llm_call("gpt-4o", input_messages=msgs, tools=schemas) as call:
     ...; call.set_response(text, input_tokens=..., output_tokens=...)``. ``tools``: the
-    tool definitions offered to the model (content: recorded like the prompt)."""
-    call = _llm_call(model, provider, input_messages, tools)
-    return call if call is not None else NOT_RECORDING.llm("not recorded")
+    tool definitions offered to the model (content: recorded like the prompt).
+
+    Also a decorator, ``@llm_call("gpt-4o")`` on a function whose first argument
+    is the prompt and whose return value is the reply: each call is one LLM call,
+    and a replay answers it from the recording instead of calling the function."""
+    return _LLMCall(model, provider, input_messages, tools)
+
+
+class _LLMCall:
+    """What ``llm_call()`` returns: its invocation (made on first use, for
+    ``with`` and the invocation's methods), or a decorator."""
+
+    __slots__ = ("_args", "_invocation")
+
+    def __init__(self, model: str, provider: str | None, input_messages: Any, tools: Any) -> None:
+        self._args = (model, provider, input_messages, tools)
+        self._invocation: LLMInvocation | None = None
+
+    def _call(self) -> LLMInvocation:
+        if self._invocation is None:
+            self._invocation = _llm_call(*self._args) or NOT_RECORDING.llm("not recorded")
+        return self._invocation
+
+    def __enter__(self) -> LLMInvocation:
+        return self._call().__enter__()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._call().__exit__(exc_type, exc, tb)
+
+    def __getattr__(self, name: str) -> Any:  # start(), set_response(), span, ... of the invocation
+        return getattr(self._call(), name)
+
+    def __call__(self, fn: F) -> F:
+        model, provider, _, tools = self._args
+
+        def begin(args: tuple, kwargs: dict) -> LLMInvocation | None:
+            prompt = args[0] if args else next(iter(kwargs.values()), None)
+            invocation = _llm_call(model, provider, prompt, tools)
+            if invocation is None or _begin(lambda *_: invocation, fn, args, kwargs) is None:
+                return None
+            return invocation
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                invocation = begin(args, kwargs)
+                try:
+                    served = _served(_serve_model, invocation)
+                    reply = await fn(*args, **kwargs) if served is None else served.output
+                except BaseException as exc:
+                    _finish(invocation, exc)
+                    raise
+                _reply(invocation, reply, served)
+                return reply
+
+            return _marked(async_wrapper)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            invocation = begin(args, kwargs)
+            try:
+                served = _served(_serve_model, invocation)
+                reply = fn(*args, **kwargs) if served is None else served.output
+            except BaseException as exc:
+                _finish(invocation, exc)
+                raise
+            _reply(invocation, reply, served)
+            return reply
+
+        return _marked(wrapper)
+
+
+def _serve_model(invocation: Invocation) -> Served | None:
+    server = ACTIVE.get()
+    if server is None:
+        return None
+    return server.model(ModelCall(request_ref=_span_attribute(invocation, Attr.INPUT_REF),
+                                  model=_span_attribute(invocation, Attr.REQUEST_MODEL)))
+
+
+@guarded
+def _reply(invocation: LLMInvocation | None, reply: Any, served: Served | None) -> None:
+    if invocation is None:
+        return
+    if served is not None:
+        invocation.set_response(reply, input_tokens=served.input_tokens, output_tokens=served.output_tokens)
+    else:
+        invocation.set_response(reply)
+    invocation.end()
 
 
 @guarded

@@ -10,7 +10,7 @@ See ``docs/replay.md``.
 
 from __future__ import annotations
 
-from ..integrations._serving import ModelCall, NotRecorded, ToolCall
+from .._serving import ModelCall, NotRecorded, ToolCall
 from ._compare import Divergence, orchestration
 from ._driver import ReplayError, ReplayResult, areplay, replay
 from ._fork import STOP, ForkError, options_at

@@ -20,9 +20,29 @@ _KEPT = ("type", "agent", "instance", "from", "to", "to_instance", "decision", "
          "source_instances", "outcome", "status")
 
 
-def orchestration(event: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``event`` that the comparison looks at."""
+def call_names(events: list[dict[str, Any]]) -> dict[str, str]:
+    """A name for each tool call id that does not depend on the id itself: the
+    tool, its arguments' ref, and the how-manieth such call it is. Ids are
+    identifiers, not orchestration, and some are drawn at random each run
+    (``@orch_otel.tool``, frameworks' own calls); what counts is which call a
+    result answers, and that survives the renaming."""
+    names: dict[str, str] = {}
+    seen: dict[tuple[Any, Any], int] = {}
+    for e in events:
+        call_id = e.get("call_id")
+        if e["type"] == "tool_call" and isinstance(call_id, str) and call_id not in names:
+            key = (e.get("tool"), e.get("content_ref"))
+            seen[key] = seen.get(key, 0) + 1
+            names[call_id] = f"{key[0]}({key[1] or ''})#{seen[key]}"
+    return names
+
+
+def orchestration(event: dict[str, Any], call_ids: dict[str, str] | None = None) -> dict[str, Any]:
+    """The fields of ``event`` that the comparison looks at (``call_ids``:
+    :func:`call_names` of its trace, to compare calls by what they are)."""
     view = {key: event[key] for key in _KEPT if key in event}
+    if call_ids and view.get("call_id") in call_ids:
+        view["call_id"] = call_ids[view["call_id"]]
     if event.get("channel") == "llm":  # a model call's "to" is the model's name
         view.pop("to", None)
     if isinstance(view.get("options"), list):  # candidates have no order (some frameworks keep them in a set)
@@ -58,9 +78,9 @@ class Divergence:
 _TOOL_EVENTS = {"tool_call": 0, "tool_result": 1}
 
 
-def canonical_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def canonical_order(events: list[dict[str, Any]], call_ids: dict[str, str]) -> list[dict[str, Any]]:
     """``events`` with each batch of tool calls put in one order: an unbroken
-    run of tool calls and results of one instance, sorted by call id. An
+    run of tool calls and results of one instance, sorted by call name. An
     agent's tools of one turn run concurrently (AutoGen gathers them), so
     their order differs between two runs of the same orchestration."""
     out: list[dict[str, Any]] = []
@@ -71,7 +91,8 @@ def canonical_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                and events[j].get("instance") == events[i].get("instance")):
             j += 1
         if j - i > 2:
-            out.extend(sorted(events[i:j], key=lambda e: (str(e.get("call_id")), _TOOL_EVENTS[e["type"]])))
+            out.extend(sorted(events[i:j], key=lambda e: (call_ids.get(str(e.get("call_id")), str(e.get("call_id"))),
+                                                          _TOOL_EVENTS[e["type"]])))
         else:
             out.extend(events[i:max(j, i + 1)])
         i = max(j, i + 1)
@@ -82,11 +103,12 @@ def first_divergence(recorded: list[dict[str, Any]], replayed: list[dict[str, An
                      start: int = 0, stop: int | None = None) -> Divergence | None:
     """The first position in ``[start, stop)`` where the two event lists
     differ (each in :func:`canonical_order`)."""
-    recorded, replayed = canonical_order(recorded), canonical_order(replayed)
+    old_ids, new_ids = call_names(recorded), call_names(replayed)
+    recorded, replayed = canonical_order(recorded, old_ids), canonical_order(replayed, new_ids)
     end = max(len(recorded), len(replayed)) if stop is None else stop
     for index in range(start, end):
-        expected = orchestration(recorded[index]) if index < len(recorded) else None
-        got = orchestration(replayed[index]) if index < len(replayed) else None
+        expected = orchestration(recorded[index], old_ids) if index < len(recorded) else None
+        got = orchestration(replayed[index], new_ids) if index < len(replayed) else None
         if expected != got:
             return Divergence(index, expected, got)
     return None

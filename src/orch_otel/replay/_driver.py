@@ -23,9 +23,10 @@ from .. import _configure
 from ..content import LocalContents
 from ..converter import content_refs, convert
 from ..integrations._patch import Patches
-from ..integrations._serving import ACTIVE, NotRecorded
+from .._serving import ACTIVE, NotRecorded
 from ..recorder import get_recorder
 from ..testing import capture, ensure_sdk_provider
+from . import _functions
 from ._compare import Divergence, first_divergence
 from ._fork import ForkPlan, plan
 from ._script import MissingContent, Script, ScriptServer, Then
@@ -64,6 +65,8 @@ class ReplayResult:
 
 
 def adapter_for(app: Any) -> ModuleType:
+    if _functions.accepts(app):
+        return _functions
     where = type(app).__module__ + "."
     for prefix, module in _ADAPTERS:
         if where.startswith(prefix):
@@ -71,7 +74,8 @@ def adapter_for(app: Any) -> ModuleType:
             if adapter.accepts(app):
                 return adapter
     raise ReplayError(f"cannot replay a {type(app).__module__}.{type(app).__qualname__}: the factory must return "
-                      "a compiled LangGraph graph or an AutoGen agentchat team or agent")
+                      "a compiled LangGraph graph, an AutoGen agentchat team or agent, or a function decorated "
+                      "with @orch_otel.workflow or @orch_otel.agent")
 
 
 def _as_dict(trace: Any) -> dict[str, Any]:
@@ -111,7 +115,8 @@ async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = 
         raise ReplayError("a fork needs both the event (fork=) and the option (choose=)")
     fork_plan = plan(runs[-1], contents, fork, choose) if fork is not None and choose is not None else None
     with _replay_session(adapter) as policy_store, capture(_provider()) as captured:
-        new_traces, errors = [], []
+        new_traces: list[dict[str, Any]] = []
+        errors: list[str | None] = []
         seen: set[str] = set()
         for i, (script, recorded_input) in enumerate(zip(scripts, inputs)):
             rewrite = (fork_plan.model_index, fork_plan.rewrite) if fork_plan and i == len(scripts) - 1 else None
@@ -166,7 +171,7 @@ class _replay_session:
     def __enter__(self) -> LocalContents:
         _provider()
         instrumentor = self.adapter.instrumentor()
-        if not instrumentor.is_instrumented_by_opentelemetry:
+        if instrumentor is not None and not instrumentor.is_instrumented_by_opentelemetry:
             instrumentor.instrument()
             self.instrumentor = instrumentor
         self.policy = policy = get_recorder().content

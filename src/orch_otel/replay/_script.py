@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..integrations._serving import ModelCall, NotRecorded, Served, ToolCall
+from .._serving import ModelCall, NotRecorded, Served, ToolCall
 from ..redaction import REDACTED
 from ..vocabulary import Channel, DecisionKind, EventKind
 

@@ -10,7 +10,7 @@ from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 
 from ...vocabulary import Attr
-from .._serving import ACTIVE, ModelCall, Served, ToolCall
+from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 
 
 def served_model(span: Any, model: str | None) -> Served | None:

@@ -16,10 +16,11 @@ handler just started for it, so it is checked exactly as it was recorded.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, messages_from_dict
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
@@ -27,7 +28,7 @@ from langgraph.types import Command
 
 from ...vocabulary import Attr
 from .._patch import Patches
-from .._serving import ACTIVE, ModelCall, Served, ToolCall
+from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from . import LangGraphInstrumentor
 
 _MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "chat", "function"})
@@ -122,8 +123,8 @@ def _chat_result(served: Served) -> ChatResult:
     message = AIMessage(content=view.get("content") or "", tool_calls=calls)
     if served.input_tokens is not None or served.output_tokens is not None:
         tokens_in, tokens_out = served.input_tokens or 0, served.output_tokens or 0
-        message.usage_metadata = {"input_tokens": tokens_in, "output_tokens": tokens_out,
-                                  "total_tokens": tokens_in + tokens_out}
+        usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+        message.usage_metadata = cast(UsageMetadata, usage)
     if served.model:
         message.response_metadata = {"model_name": served.model}
     return ChatResult(generations=[ChatGeneration(message=message)])

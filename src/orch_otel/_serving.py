@@ -1,4 +1,4 @@
-"""The replay seam the integrations share: while a replay is active in the
+"""The replay seam the integrations and decorators share: while a replay is active in the
 current context, model and tool calls ask its server for the recorded answer
 instead of calling the model or the tool.
 

@@ -1,0 +1,31 @@
+"""Replay of a function decorated with orch-otel's decorators (``@workflow``,
+``@agent``): call it again with its recorded arguments. Its ``@llm_call`` and
+``@tool`` functions are the seams: while a replay runs they return the
+recorded reply or result instead of running (``_decorators._served``)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from .._decorators import TRACED
+from ..integrations._patch import Patches
+
+
+def accepts(app: Any) -> bool:
+    return callable(app) and getattr(app, TRACED, False) is True
+
+
+def instrumentor() -> None:
+    return None  # the decorators record through the recorder: nothing to instrument
+
+
+def install(patches: Patches) -> None:
+    """Nothing to patch: the decorators ask the active replay themselves."""
+
+
+async def run(app: Any, run_input: Any) -> Any:
+    if not isinstance(run_input, dict) or not ({"args", "kwargs"} >= run_input.keys()):
+        raise ValueError("the recorded run input is not a decorated function's arguments ({'args', 'kwargs'})")
+    result = app(*run_input.get("args", ()), **run_input.get("kwargs", {}))
+    return await result if inspect.isawaitable(result) else result
