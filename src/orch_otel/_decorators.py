@@ -308,7 +308,7 @@ def tool(name_or_fn: str | Callable[..., Any] | None = None, *, tool_type: str =
 
 
 def llm_call(model: str, *, provider: str | None = None, input_messages: Any = None,
-             tools: Any = None) -> Any:
+             tools: Any = None) -> _LLMCall:
     """Trace your own LLM call: ``with llm_call("gpt-4o", input_messages=msgs, tools=schemas) as call:
     ...; call.set_response(text, input_tokens=..., output_tokens=...)``. ``tools``: the
     tool definitions offered to the model (content: recorded like the prompt).

@@ -20,7 +20,7 @@ from .. import _env as env
 from .._assembly import Released, StreamAssembler
 from .._faults import log_fault
 from ..content import LocalContents
-from ..converter import convert, content_refs
+from ..converter import content_refs, convert
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 

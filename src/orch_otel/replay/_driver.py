@@ -20,10 +20,10 @@ from typing import Any
 import orjson
 
 from .. import _configure
+from .._serving import ACTIVE, NotRecorded
 from ..content import LocalContents
 from ..converter import content_refs, convert
 from ..integrations._patch import Patches
-from .._serving import ACTIVE, NotRecorded
 from ..recorder import get_recorder
 from ..testing import capture, ensure_sdk_provider
 from . import _functions

@@ -9,8 +9,8 @@ from typing import Any
 from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 
-from ...vocabulary import Attr
 from ..._serving import ACTIVE, ModelCall, Served, ToolCall
+from ...vocabulary import Attr
 
 
 def served_model(span: Any, model: str | None) -> Served | None:

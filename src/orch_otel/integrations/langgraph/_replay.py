@@ -26,9 +26,9 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
+from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from ...vocabulary import Attr
 from .._patch import Patches
-from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from . import LangGraphInstrumentor
 
 _MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "chat", "function"})
