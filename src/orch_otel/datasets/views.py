@@ -34,7 +34,7 @@ CAPTURE_HINT = (
     "beside the trace files holds their refs. Record the runs with content capture on "
     "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, orch_otel.instrument(capture_content=True), "
     "or `orch-otel demo --capture-content`) and keep the content/ folder next to the traces; "
-    "the decisions, turns and traces views work without content."
+    "the decisions, turns, groups and traces views work without content (in the jsonl, parquet and hf formats)."
 )
 _CONTEXT_LIMIT = 8  # most recent messages/returns kept in a decision's context
 
