@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 from fixtures.branches import make_branches
@@ -196,3 +197,38 @@ def test_cli_groups_summary_and_exit_codes(runs, tmp_path, capsys):
     assert "traces without a fork (not branches)" in out and "groups of branches" in out
     assert main(["dataset", str(base / "recorded"), "-o", str(tmp_path / "none"), "--view", "preferences"]) == 1
     assert "is a branch of a fork" in capsys.readouterr().err
+
+
+def test_rewards_come_from_outcomes_and_the_reward_spec(runs, tmp_path):
+    from orch_otel.datasets import Outcomes, RewardSpec
+
+    base, _ = runs
+    outcomes = tmp_path / "outcomes.jsonl"
+    outcomes.write_text(json.dumps({"trace_id": "b-research", "reward": 3.0}) + "\n")
+    build([base / "captured"], tmp_path / "o", Config(view="groups", outcomes=Outcomes.load(outcomes)))
+    by = _by_trace(_rows(tmp_path / "o" / "groups.jsonl"))
+    # e5 now: b-math 1.0 (its emitted success), b-research 3.0 (the outcome): mean 2, population std 1
+    assert (by["b-math"]["reward"], by["b-research"]["reward"]) == (1.0, 3.0)
+    assert (by["b-math"]["advantage"], by["b-research"]["advantage"]) == (-1.0, 1.0)
+    assert by["b-research"]["advantage_normalized"] == 1.0 / (1.0 + 1e-6)
+    assert by["b-research"]["outcome_reward"] == 3.0
+    build([base / "captured"], tmp_path / "s", Config(view="groups", reward=RewardSpec.parse("success=-2")))
+    by = _by_trace(_rows(tmp_path / "s" / "groups.jsonl"))
+    assert (by["b-math"]["reward"], by["b-research"]["reward"], by["b-math"]["advantage"]) == (-2.0, 0.0, -1.0)
+
+
+def test_a_branch_without_a_reward_gets_no_advantage_and_no_pair(runs, tmp_path):
+    base, info = runs
+    rewarded = info["branches"]["b-stop"]
+    unrewarded = {**json.loads(json.dumps(rewarded)), "trace_id": "b-stop-unrewarded", "rewards": {}}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "traces-x.jsonl").write_text(json.dumps(rewarded) + "\n" + json.dumps(unrewarded) + "\n")
+    shutil.copytree(base / "captured" / "content", tmp_path / "in" / "content")
+    build([tmp_path / "in"], tmp_path / "out", Config(view="groups"))
+    by = _by_trace(_rows(tmp_path / "out" / "groups.jsonl"))
+    assert by["b-stop-unrewarded"]["reward"] is None
+    assert (by["b-stop-unrewarded"]["advantage"], by["b-stop-unrewarded"]["advantage_normalized"]) == (None, None)
+    # the group counts both branches, its statistics only the rewarded one
+    assert (by["b-stop"]["group_size"], by["b-stop"]["group_mean"], by["b-stop"]["advantage"]) == (2, 0.5, 0.0)
+    summary = build([tmp_path / "in"], tmp_path / "out", Config(view="preferences"))
+    assert summary.rows_written == 0 and summary.groups == 1
