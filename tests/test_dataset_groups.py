@@ -232,3 +232,32 @@ def test_a_branch_without_a_reward_gets_no_advantage_and_no_pair(runs, tmp_path)
     assert (by["b-stop"]["group_size"], by["b-stop"]["group_mean"], by["b-stop"]["advantage"]) == (2, 0.5, 0.0)
     summary = build([tmp_path / "in"], tmp_path / "out", Config(view="preferences"))
     assert summary.rows_written == 0 and summary.groups == 1
+
+
+def test_the_event_carrying_the_fork_is_the_decision_point_whatever_its_id(runs, tmp_path):
+    """After the fork a branch may number its events otherwise than its source
+    (a stop branch has no handoff tool call), and a branch that ended before
+    deciding carries the fork on another event: the row still comes from the
+    event that carries it."""
+    base, info = runs
+    moved = json.loads(json.dumps(info["branches"]["b-stop"]))
+    events = {e["id"]: e for e in moved["events"]}
+    events["e33"]["fork"] = events["e32"].pop("fork")  # on the supervisor's return: no decision
+    moved["trace_id"] = "b-stop-moved"
+    renumbered = json.loads(json.dumps(info["branches"]["b-research"]))
+    renumbered["trace_id"] = "b-research-renumbered"
+    for e in renumbered["events"]:
+        if e["id"] == "e5":
+            e["id"] = "e4b"  # fork.event_id stays e5, the source's
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "traces-x.jsonl").write_text(json.dumps(moved) + "\n" + json.dumps(renumbered) + "\n")
+    shutil.copytree(base / "captured" / "content", tmp_path / "in" / "content")
+    summary = build([tmp_path / "in"], tmp_path / "out", Config(view="groups"))
+    assert summary.rejects == 0
+    by = _by_trace(_rows(tmp_path / "out" / "groups.jsonl"))
+    # the supervisor's last LLM call (e31) is still what it saw
+    assert [(c["kind"], c["event_id"]) for c in by["b-stop-moved"]["context"]] == [("llm_input", "e31"), ("llm_output", "e31")]
+    assert by["b-stop-moved"]["fork_event_id"] == "e32" and by["b-stop-moved"]["group_id"] == info["groups"]["stop"]
+    assert by["b-research-renumbered"]["fork_event_id"] == "e5"
+    assert by["b-research-renumbered"]["group_id"] == info["groups"]["delegate"]
+    assert by["b-research-renumbered"]["prompt"] == [{"role": "user", "content": "add 1 and 2, then look up otel"}]

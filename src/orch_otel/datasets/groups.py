@@ -21,9 +21,10 @@ from typing import Any
 import orjson
 
 from ..tracefiles import ContentIndex
+from ..vocabulary import Channel, EventKind
 from .analysis import Config, Prepared, find_turns
 from .messages import fingerprint, text_of
-from .views import decision_points, turn_contents
+from .views import decision_points, llm_item, turn_contents
 
 EPS = 1e-6  # in the normalised advantage's denominator: a group whose rewards are all equal gets 0, not a division by zero
 _FORK_TEXTS = ("source_trace_id", "event_id", "decision", "group")
@@ -55,19 +56,29 @@ def find_fork(events: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
     for key in _FORK_LISTS:
         if type(fork.get(key)) is not list or any(type(v) is not str for v in fork[key]):
             raise ValueError(f"{where}.{key}: expected a list of strings, got {fork.get(key)!r}")
-    if fork["event_id"] != events[i]["id"]:
-        raise ValueError(f"{where}.event_id: {fork['event_id']!r} is not the id of the event it is on ({events[i]['id']!r})")
     return i, fork
 
 
 def _fork_point(p: Prepared, store: ContentIndex) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None,
                                                              list[dict[str, Any]]]:
-    """(event, fork, the decider's latest LLM call, context) at the fork, as the ``decisions`` view sees it."""
+    """(event, fork, the decider's latest LLM call, context) at the fork, as
+    the ``decisions`` view sees it. The event is the one that carries the
+    fork (after the fork a branch may number its events otherwise than its
+    source, so ``fork.event_id`` names the source's event, not necessarily
+    this one); on an event that is no decision (a branch that ended before
+    deciding), the latest LLM call of that instance up to it."""
     position, fork = find_fork(p.events)
     for i, event, llm, context in decision_points(p, store):
         if i == position:
             return event, fork, llm, context
-    raise ValueError(f"events[{position}] carries a fork but is not a decision (it has no decision field)")
+    event = p.events[position]
+    llm = next((e for e in reversed(p.events[:position + 1]) if e["type"] == EventKind.MESSAGE.value
+                and e.get("channel") == Channel.LLM.value and e.get("instance") == event.get("instance")
+                and e["agent"] == event["agent"]), None)
+    context = [] if llm is None else [c for c in (llm_item("llm_input", llm.get("input_ref"), store, llm["id"]),
+                                                  llm_item("llm_output", llm.get("content_ref"), store, llm["id"]))
+                                      if c is not None]
+    return event, fork, llm, context
 
 
 def _stated_prompt(event: dict[str, Any], fork: dict[str, Any], context: list[dict[str, Any]]) -> list[dict[str, Any]]:

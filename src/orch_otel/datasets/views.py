@@ -54,6 +54,11 @@ def _item(kind: str, ref: str | None, store: ContentIndex, always: bool = False,
     return item
 
 
+def llm_item(kind: str, ref: str | None, store: ContentIndex, event_id: str) -> dict[str, Any] | None:
+    """A context item for one side of an LLM call (``llm_input`` / ``llm_output``)."""
+    return _item(kind, ref, store, event_id=event_id)
+
+
 def _action(e: dict[str, Any]) -> dict[str, Any]:
     targets = e.get("targets") or e.get("recipients") or ([e["to"]] if e.get("to") else [])
     decision = e.get("decision")
@@ -81,8 +86,8 @@ def decision_points(p: Prepared, store: ContentIndex) -> Iterator[tuple[int, dic
             context: list[dict[str, Any] | None] = []
             llm = last_llm.get((agent, e.get("instance")))
             if llm is not None:
-                context.append(_item("llm_input", llm.get("input_ref"), store, event_id=llm["id"]))
-                context.append(_item("llm_output", llm.get("content_ref"), store, event_id=llm["id"]))
+                context.append(llm_item("llm_input", llm.get("input_ref"), store, llm["id"]))
+                context.append(llm_item("llm_output", llm.get("content_ref"), store, llm["id"]))
             context.extend(inbox.pop(agent, []))
             yield i, e, llm, [c for c in context if c is not None]
         if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
