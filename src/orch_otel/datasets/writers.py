@@ -1,7 +1,8 @@
 """Writers: ``jsonl``, ``parquet`` (pyarrow), ``hf`` (a ``datasets``
 ``save_to_disk`` folder), and the trainers' own ``verl`` (Parquet) and
-``art`` (JSONL trajectories), whose rows :mod:`.trainers` makes. Each writes to a temporary name and moves the result
-into place only on :meth:`close` after success, so a failed run never leaves
+``art`` (JSONL trajectories), whose rows :mod:`.trainers` makes. Each
+writes to a temporary name and moves the result into place only on
+:meth:`close` after success, so a failed run never leaves
 a half dataset that looks whole. Rows are written in batches: memory is
 bounded by the batch size, not the dataset size. Each :meth:`write` is one
 trace's rows with a tag; rows a format cannot hold set their trace aside
