@@ -46,6 +46,25 @@ def test_ray_output_is_identical_to_local(ray_runtime, inputs, tmp_path, view):
         **local.to_dict(), "output": "", "rejects_path": ""}
 
 
+@pytest.fixture(scope="module")
+def branches(tmp_path_factory):
+    from fixtures.branches import make_branches
+
+    base = tmp_path_factory.mktemp("ray_branches")
+    make_branches(base)
+    return base / "captured"
+
+
+@pytest.mark.parametrize("view", ["groups", "preferences"])
+def test_ray_groups_and_pairs_are_identical_to_local(ray_runtime, branches, tmp_path, view):
+    """The cross-trace views: branch rows come back to the driver and are grouped there, as in the local engine."""
+    local = build([branches], tmp_path / "local", Config(view=view))
+    remote = build([branches], tmp_path / "ray", Config(view=view), engine="ray")
+    assert local.rows_written > 0 and local.groups == 3 and local.traces_not_branches == 1
+    assert (tmp_path / "ray" / f"{view}.jsonl").read_bytes() == (tmp_path / "local" / f"{view}.jsonl").read_bytes()
+    assert {**remote.to_dict(), "engine": "local", "output": ""} == {**local.to_dict(), "output": ""}
+
+
 def test_ray_parquet_is_identical_to_local(ray_runtime, inputs, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     base, _ = inputs

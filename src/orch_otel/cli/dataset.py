@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "dataset",
-        help="write a training dataset (decisions, turns, chat, triplets or traces) from trace files",
+        help="write a training dataset (decisions, turns, chat, triplets, groups, preferences or traces) from trace files",
         description="Turn replayable traces into a training dataset. Outputs are replaced only when the run "
         "succeeds. Exit codes: 0 ok, 1 some lines rejected (or nothing written: every line rejected, content "
         "missing with --strict, unknown outcome rows), 2 usage error or no input. Guide: docs/datasets.md in the source "
@@ -34,7 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="trace files (*.jsonl) or directories of them")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder to write the dataset into")
     p.add_argument("--view", required=True, choices=VIEWS, help="which rows to build")
-    p.add_argument("--format", default="jsonl", choices=FORMATS, help="jsonl (default), parquet, or hf (save_to_disk)")
+    p.add_argument("--format", default="jsonl", choices=FORMATS,
+                   help="jsonl (default), parquet, hf (save_to_disk), or a trainer's own: verl (Parquet: chat, turns, "
+                   "triplets, groups) or art (ART trajectories: chat)")
     p.add_argument("--engine", default="local", choices=ENGINES, help="local (default, streaming) or ray (Ray Data)")
     p.add_argument("--outcomes", metavar="FILE", help="JSONL or CSV outcomes keyed by trace_id or task_id")
     p.add_argument("--allow-unknown-outcomes", action="store_true",
@@ -50,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--validate", action="store_true",
                    help="also check each trace against the full schema and contract (slower)")
     p.add_argument("--strict", action="store_true",
-                   help="chat / triplets: fail on a trace without captured content (default: skip and count it)")
+                   help="chat / triplets / preferences, verl / art: fail on a trace without captured content "
+                   "(default: skip and count it)")
 
 
 def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
@@ -68,7 +71,7 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets import AllRejected, Config, ContentMissing, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
+    from ..datasets import AllRejected, Config, ContentMissing, NoBranches, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
 
     console = Console(stderr=True)
     try:
@@ -113,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
                             allow_unknown_outcomes=args.allow_unknown_outcomes, strict=args.strict,
                             on_files=on_files, on_bytes=on_bytes, on_problem=on_problem)
         except (ContentMissing, OutcomeError, ImportError, RuntimeError, OSError, ValueError) as exc:
-            # the data cannot make this view: 1; a usage error, no input (NoTraces), an unknown --reward name: 2
-            code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected)) else EXIT_USAGE
+            # the data cannot make this view: 1; a usage error, no input (NoTraces), a format unfit for the view, an unknown --reward: 2
+            code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected, NoBranches)) else EXIT_USAGE
             console.print(f"[red]error:[/red] {escape(str(exc))}\nnothing written ({escape(args.output)} is left as "
                           "it was)", highlight=False, soft_wrap=True)
             return code
@@ -130,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
         ids = summary.skipped_trace_ids
         table.add_row("traces skipped (no captured content)",
                       f"{summary.traces_skipped}: " + ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else ""))
+    if summary.view in ("groups", "preferences"):
+        table.add_row("groups of branches", str(summary.groups))
+        table.add_row("traces without a fork (not branches)", str(summary.traces_not_branches))
     if summary.unknown_outcomes:
         table.add_row("outcome rows matching no trace", str(len(summary.unknown_outcomes)))
     table.add_row("output", f"{summary.output} ({summary.format}, engine {summary.engine})")

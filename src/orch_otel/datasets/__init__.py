@@ -1,12 +1,13 @@
 """Training datasets from replayable traces: orchestration decisions, agent
-turns, chat conversations and agent-lightning triplets, with rewards, metrics
-and credit columns. The guide is docs/datasets.md.
+turns, chat conversations, agent-lightning triplets, and the groups and
+preference pairs of forked branches, with rewards, metrics and credit
+columns, in generic formats or verl's and ART's own. The guide is docs/datasets.md.
 
     from orch_otel.datasets import Config, build
     build(["orch-traces"], "out", Config(view="decisions"), fmt="parquet")
 
 Importing this package needs no optional dependency; ``parquet`` / ``hf``
-need ``orch-otel[datasets]`` and ``engine="ray"`` needs ``orch-otel[ray]``.
+(and ``verl``) need ``orch-otel[datasets]`` and ``engine="ray"`` needs ``orch-otel[ray]``.
 """
 
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from .._renamed import deprecated
 from .analysis import VIEWS, Config
 from .credit import STRATEGIES, UNITS
-from .engine import ENGINES, AllRejected, DatasetSummary, NoTraces, build
+from .engine import ENGINES, AllRejected, DatasetSummary, NoBranches, NoTraces, build
 from .rewards import OutcomeError, Outcomes, RewardSpec, RewardSpecError
 from .views import ContentMissing
 from .writers import FORMATS
@@ -29,6 +30,7 @@ __all__ = [
     "Config",
     "DatasetSummary",
     "ContentMissing",
+    "NoBranches",
     "NoTraces",
     "OutcomeError",
     "Outcomes",

@@ -13,7 +13,8 @@ from .credit import STRATEGIES, Credit
 from .metrics import StepCounts, compute_metrics, count_steps, stop_efficiency
 from .rewards import Outcomes, RewardSpec, merge_rewards, scalar_reward, task_success
 
-VIEWS = ("traces", "decisions", "turns", "chat", "triplets")
+VIEWS = ("traces", "decisions", "turns", "chat", "triplets", "groups", "preferences")
+GROUP_VIEWS = ("groups", "preferences")  # cross-trace: rows made after every line was read
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,9 @@ class Config:
     outcomes: Outcomes | None = None
     validate: bool = False
     prices: dict[str, tuple[float, float]] | None = None
+    # a trace without captured content is skipped (or fails with strict) as in chat;
+    # build() sets it for the trainer formats (verl, art), whose rows are prompts
+    need_content: bool = False
 
     def __post_init__(self) -> None:
         if self.view not in VIEWS:

@@ -7,6 +7,7 @@ feed the same writers in the same order, so their outputs are identical."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -17,15 +18,17 @@ import orjson
 
 from .._renamed import renamed_keyword
 from ..tracefiles import ContentIndex, ContentWriter, OnBytes, OnFiles, OnProblem, Quarantine, content_dirs, trace_files
-from .analysis import Config
+from .analysis import GROUP_VIEWS, Config
+from .groups import finish as finish_groups
 from .progress import LineProgress
 from .ray_engine import ray_results
 from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
 from .rows import is_own_output, process_line
 from .schema import columns
+from .trainers import CONTENT_FORMATS
 from .views import ContentMissing
-from .writers import open_writer, output_path, partial_path
+from .writers import check_format, open_writer, output_path, partial_path
 
 ENGINES = ("local", "ray")
 
@@ -36,6 +39,10 @@ class NoTraces(ValueError):
 
 class AllRejected(ValueError):
     """Every line read was rejected: there is nothing to write."""
+
+
+class NoBranches(ValueError):
+    """groups / preferences: no trace read is a branch of a fork (none has a ``fork`` event)."""
 
 
 @dataclass
@@ -56,6 +63,8 @@ class DatasetSummary:
     unknown_outcomes: list[str] = field(default_factory=list)
     traces_skipped: int = 0  # chat / triplets: traces whose LLM calls have no captured content
     skipped_trace_ids: list[str] = field(default_factory=list)
+    traces_not_branches: int = 0  # groups / preferences: traces without a fork event, skipped (not rejected)
+    groups: int = 0  # groups / preferences: the groups of branches read
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +154,9 @@ def build(
     legacy = renamed_keyword("orch_otel.datasets.build", renamed, "progress", "on_bytes= and on_problem", None)
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    check_format(config.view, fmt)
+    if fmt in CONTENT_FORMATS and not config.need_content:  # a trainer's rows are prompts: content is needed
+        config = dataclasses.replace(config, need_content=True)
     names = [str(p) for p in inputs]
     for path in names:
         if not Path(path).exists():
@@ -175,6 +187,7 @@ def build(
         for result in results:
             intake.take(result)
         reports.finish()
+        intake.finish_groups()
         intake.set_aside(writer.finish())
         intake.check(names, allow_unknown_outcomes)
         ok = True
@@ -228,9 +241,10 @@ class _Intake:
         self.reward_names: set[str] = set()
         self.copies = _FirstCopies()
         self.lookup = LineLookup()
+        self.members: list[tuple[tuple[str, str], dict[str, Any]]] | None = [] if config.view in GROUP_VIEWS else None
 
     def take(self, result: dict[str, Any]) -> None:
-        summary, config, quarantine = self.summary, self.config, self.quarantine
+        summary, quarantine = self.summary, self.quarantine
         first = None if "reject" in result else self.copies.first_of(result)
         if "reject" in result:
             summary.traces_read += bool(result.get("is_trace"))
@@ -244,41 +258,69 @@ class _Intake:
                 result = {**result, "reject": f"trace {result['trace_id']} again, with different content "
                           f"(the first copy, {first[1]}, is kept)", "is_trace": True}
                 quarantine.add(_quarantine_record(result["where"], result["reject"], self.lookup(result["where"])))
+        elif "not_branch" in result:
+            summary.traces_read += 1
+            summary.traces_not_branches += 1
+            self._seen(result)
         elif "missing_content" in result:
             summary.traces_read += 1
             if self.strict:
                 raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
             summary.traces_skipped += 1
             summary.skipped_trace_ids.append(result["trace_id"])
-            if config.outcomes is not None:  # read, so its outcome rows match a trace
-                self.trace_ids.add(result["trace_id"])
-                self.task_ids.add(result["task_id"])
+            self._seen(result)
         else:
             summary.traces_read += 1
             summary.traces_used += 1
-            self.set_aside(self.writer.write(result["rows"], (result["where"], result["trace_id"])))
+            tag = (result["where"], result["trace_id"])
+            if self.members is not None:  # a branch: its rows are made once its whole group is read
+                self.members.extend((tag, row) for row in result["rows"])
+            else:
+                self.set_aside(self.writer.write(result["rows"], tag))
             self.reward_names.update(result.get("reward_names", ()))
-            if config.outcomes is not None:
-                self.trace_ids.add(result["trace_id"])
-                self.task_ids.add(result["task_id"])
+            self._seen(result)
             if self.contents is not None:
                 self.contents.add(dict(result["contents"]))
         if self.progress is not None:
             self.progress(result)
 
-    def set_aside(self, traces: list[tuple[tuple[str, str], str]]) -> None:
-        """Traces whose rows the writer could not take (content or a value the checks let through): rejected."""
-        for (where, trace_id), why in traces:
-            self.summary.traces_used -= 1
-            self.copies.forget(trace_id)
-            reason = f"cannot write {self.config.view} rows: {why}"
-            self.quarantine.add(_quarantine_record(where, reason, self.lookup(where)))
-            if self.progress is not None:
-                self.progress({"where": where, "reject": reason, "is_trace": True})
+    def _seen(self, result: dict[str, Any]) -> None:
+        """A trace read (used or not), so that its outcome rows match it."""
+        if self.config.outcomes is not None:
+            self.trace_ids.add(result["trace_id"])
+            self.task_ids.add(result["task_id"])
+
+    def finish_groups(self) -> None:
+        """groups / preferences: after the last line, the rows of each group of branches."""
+        if self.members is None:
+            return
+        self.summary.groups, batches = finish_groups(self.config.view, self.members)
+        self.members = []
+        for tags, rows in batches:
+            self.set_aside(self.writer.write(rows, tags))
+
+    def set_aside(self, traces: list[tuple[Any, str]]) -> None:
+        """Traces whose rows the writer could not take (content or a value the checks let through): rejected.
+        A tag is one trace's ``(where, trace_id)``, or a list of them (a group's rows)."""
+        for tag, why in traces:
+            for where, trace_id in (tag if isinstance(tag, list) else [tag]):
+                self._reject_written(where, trace_id, why)
+
+    def _reject_written(self, where: str, trace_id: str, why: str) -> None:
+        self.summary.traces_used -= 1
+        self.copies.forget(trace_id)
+        reason = f"cannot write {self.config.view} rows: {why}"
+        self.quarantine.add(_quarantine_record(where, reason, self.lookup(where)))
+        if self.progress is not None:
+            self.progress({"where": where, "reject": reason, "is_trace": True})
 
     def check(self, names: list[str], allow_unknown_outcomes: bool) -> None:
         """After the last line: something to write, every --reward term known, every outcome row matched."""
         summary, config, rejected = self.summary, self.config, self.quarantine.count
+        if not summary.traces_used and not summary.traces_skipped and summary.traces_not_branches:
+            raise NoBranches(f"none of the {summary.traces_read} trace(s) read is a branch of a fork (no event has a "
+                             f"`fork` field): the {config.view} view is built from the branches that "
+                             "`orch-otel replay TRACES --app MODULE:FACTORY --fork EVENT_ID --choose-each` writes")
         if not summary.traces_used and not summary.traces_skipped:
             if not rejected:
                 raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "

@@ -12,15 +12,21 @@ from typing import Any
 
 from ..tracefiles import ContentIndex
 from .analysis import VIEWS, Config, prepare
+from .groups import BUILDERS as GROUP_BUILDERS
+from .groups import NotABranch
 from .reader import BadTrace, RawLine, parse_trace
-from .views import BUILDERS, ContentMissing
+from .views import BUILDERS as TRACE_BUILDERS
+from .views import ContentMissing
+
+BUILDERS = {**TRACE_BUILDERS, **GROUP_BUILDERS}
 
 _REF_KEYS = ("content_ref", "input_ref", "tools_ref")
 
 
 def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str, Any]:
-    """One trace line -> its rows, a reject saying why not, or (``missing_content``)
-    the reason a view that needs captured content cannot use this trace."""
+    """One trace line -> its rows, a reject saying why not, (``missing_content``)
+    the reason a view that needs captured content cannot use this trace, or
+    (``not_branch``) a trace that the groups / preferences views do not use."""
     base = {"where": line.where, "size": len(line.raw) + 1}
     try:
         trace = parse_trace(line, validate=config.validate)
@@ -33,6 +39,8 @@ def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str
         rows = BUILDERS[config.view](prepared, config, store)
     except ContentMissing as exc:
         return {**base, **_identity(trace, line), "missing_content": str(exc)}
+    except NotABranch:
+        return {**base, **_identity(trace, line), "not_branch": True}
     except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
         return {**base, "reject": f"cannot build {config.view} rows: {type(exc).__name__}: {exc}",
                 "line": line.raw.decode("utf-8", "replace"), "is_trace": True}
@@ -57,4 +65,5 @@ def is_own_output(path: str | os.PathLike[str], outdir: Path) -> bool:
     path = Path(path).resolve()
     if path.parent != outdir:
         return False
-    return path.name.endswith(".rejects.jsonl") or path.name in {f"{v}.jsonl" for v in VIEWS if v != "traces"}
+    own = {f"{v}.jsonl" for v in VIEWS if v != "traces"} | {f"{v}.art.jsonl" for v in VIEWS}
+    return path.name.endswith(".rejects.jsonl") or path.name in own

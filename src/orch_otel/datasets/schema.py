@@ -38,6 +38,19 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("reward", "float"), ("credit_unit", "str"),
     ],
     "triplets": [("prompt", "json"), ("response", "str"), ("reward", "float"), ("metadata", "json")],
+    "groups": [
+        ("group_id", "str"), ("source_trace_id", "str"), ("fork_event_id", "str"), ("decision", "str"),
+        ("agent", "str"), ("role", "str"), ("options", "strs"), ("option", "strs"), ("recorded", "strs"),
+        ("context", "json"), ("prompt", "messages"), *_BASE, ("reward", "float"), ("rewards", "json"),
+        ("group_size", "int"), ("group_mean", "float"), ("group_std", "float"), ("advantage", "float"),
+        ("advantage_normalized", "float"),
+    ],
+    "preferences": [
+        ("prompt", "messages"), ("chosen", "messages"), ("rejected", "messages"), ("group_id", "str"),
+        ("source_trace_id", "str"), ("fork_event_id", "str"), ("decision", "str"), ("agent", "str"),
+        ("task_id", "str"), ("chosen_trace_id", "str"), ("rejected_trace_id", "str"), ("chosen_option", "strs"),
+        ("rejected_option", "strs"), ("chosen_reward", "float"), ("rejected_reward", "float"),
+    ],
 }
 
 
@@ -48,7 +61,7 @@ def columns(config: Config) -> list[tuple[str, str]]:
         cols += [(f"credit_{s}", "float") for s in config.strategies]
     if config.view == "turns":
         cols += [(f"token_credit_{s}", "float") for s in config.strategies]
-    if config.view in ("decisions", "turns", "chat"):
+    if config.view in ("decisions", "turns", "chat", "groups"):
         cols += [(f"outcome_{name}", "float") for name in config.outcome_fields]
     return cols
 

@@ -9,6 +9,9 @@
   marked ``trainable``.
 - ``triplets``: agent-lightning ``{prompt, response, reward, metadata}``.
 
+The cross-trace views (``groups``, ``preferences``: branches of a fork) are
+in :mod:`.groups`.
+
 ``chat`` and ``triplets`` need captured content: a trace without it raises
 ``ContentMissing``, which the engine turns into a skipped trace (or a failed
 run when strict).
@@ -17,6 +20,7 @@ run when strict).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from ..tracefiles import ContentIndex
@@ -30,7 +34,7 @@ CAPTURE_HINT = (
     "beside the trace files holds their refs. Record the runs with content capture on "
     "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, orch_otel.instrument(capture_content=True), "
     "or `orch-otel demo --capture-content`) and keep the content/ folder next to the traces; "
-    "the decisions, turns and traces views work without content."
+    "the decisions, turns, groups and traces views work without content (in the jsonl, parquet and hf formats)."
 )
 _CONTEXT_LIMIT = 8  # most recent messages/returns kept in a decision's context
 
@@ -50,6 +54,11 @@ def _item(kind: str, ref: str | None, store: ContentIndex, always: bool = False,
     return item
 
 
+def llm_item(kind: str, ref: str | None, store: ContentIndex, event_id: str) -> dict[str, Any] | None:
+    """A context item for one side of an LLM call (``llm_input`` / ``llm_output``)."""
+    return _item(kind, ref, store, event_id=event_id)
+
+
 def _action(e: dict[str, Any]) -> dict[str, Any]:
     targets = e.get("targets") or e.get("recipients") or ([e["to"]] if e.get("to") else [])
     decision = e.get("decision")
@@ -62,45 +71,25 @@ def _action(e: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decision_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
-    rows = []
+def decision_points(p: Prepared, store: ContentIndex) -> Iterator[tuple[int, dict[str, Any], dict[str, Any] | None,
+                                                                    list[dict[str, Any]]]]:
+    """Each decision event in trace order, with what its decider saw:
+    ``(position, event, the decider's latest LLM call or None, context)``.
+    The context is that call's input and output, then the messages and
+    returns addressed to the decider since its previous decision (at most
+    ``_CONTEXT_LIMIT``). The ``decisions`` and ``groups`` views both read it."""
     last_llm: dict[tuple[str, Any], dict[str, Any]] = {}
     inbox: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    base = p.base
     for i, e in enumerate(p.events):
         kind, agent = e["type"], e["agent"]
-        decision = e.get("decision")
-        if decision is not None:
+        if e.get("decision") is not None:
             context: list[dict[str, Any] | None] = []
             llm = last_llm.get((agent, e.get("instance")))
             if llm is not None:
-                context.append(_item("llm_input", llm.get("input_ref"), store, event_id=llm["id"]))
-                context.append(_item("llm_output", llm.get("content_ref"), store, event_id=llm["id"]))
+                context.append(llm_item("llm_input", llm.get("input_ref"), store, llm["id"]))
+                context.append(llm_item("llm_output", llm.get("content_ref"), store, llm["id"]))
             context.extend(inbox.pop(agent, []))
-            unit = "message" if kind == EventKind.MESSAGE.value else "orchestrator"
-            row = {
-                **base,
-                "event_id": e["id"],
-                "decision": decision,
-                "agent": agent,
-                "role": e.get("role"),
-                "t": float(e["t"]),
-                "implied": bool(e.get("implied", False)),
-                "status": e.get("status"),
-                "action": _action(e),
-                "forced": bool(e.get("forced")) or e.get("reason") in FORCED_STOP_REASONS
-                if decision == DecisionKind.STOP.value else None,
-                "options": e.get("options"),
-                "content_ref": e.get("content_ref"),
-                "content": store.value(e.get("content_ref")),
-                "context": [c for c in context if c is not None],
-                "reward": p.reward,
-                "rewards": p.rewards,
-                "credit_unit": unit,
-                **p.credit.unit(agent, 1, i, e.get("instance")),
-                **p.outcome_columns,
-            }
-            rows.append(row)
+            yield i, e, llm, [c for c in context if c is not None]
         if kind == EventKind.MESSAGE.value and e.get("channel") == Channel.LLM.value:
             last_llm[(agent, e.get("instance"))] = e  # each invocation's own latest call
         elif kind == EventKind.MESSAGE.value:
@@ -113,6 +102,36 @@ def decision_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict
                          status=e.get("status"), **{"from": agent})
             if item is not None:
                 inbox[e["to"]] = (inbox[e["to"]] + [item])[-_CONTEXT_LIMIT:]
+
+
+def decision_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
+    rows = []
+    base = p.base
+    for i, e, _, context in decision_points(p, store):
+        decision, agent = e["decision"], e["agent"]
+        unit = "message" if e["type"] == EventKind.MESSAGE.value else "orchestrator"
+        rows.append({
+            **base,
+            "event_id": e["id"],
+            "decision": decision,
+            "agent": agent,
+            "role": e.get("role"),
+            "t": float(e["t"]),
+            "implied": bool(e.get("implied", False)),
+            "status": e.get("status"),
+            "action": _action(e),
+            "forced": bool(e.get("forced")) or e.get("reason") in FORCED_STOP_REASONS
+            if decision == DecisionKind.STOP.value else None,
+            "options": e.get("options"),
+            "content_ref": e.get("content_ref"),
+            "content": store.value(e.get("content_ref")),
+            "context": context,
+            "reward": p.reward,
+            "rewards": p.rewards,
+            "credit_unit": unit,
+            **p.credit.unit(agent, 1, i, e.get("instance")),
+            **p.outcome_columns,
+        })
     return rows
 
 
@@ -142,7 +161,7 @@ def _turn_content(p: Prepared, e: dict[str, Any], store: ContentIndex, view: str
     return messages, output
 
 
-def _contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str, need: bool):
+def turn_contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str, need: bool):
     """Each turn's (prompt, output), the prompt as its agent's side of the
     conversation (:func:`~.messages.as_seen_by`): another agent's turns in it
     are input, never this agent's own."""
@@ -160,7 +179,8 @@ def turn_rows(p: Prepared, config: Config, store: ContentIndex, turns: list[Turn
     rows = []
     base = p.base
     turns = turns if turns is not None else find_turns(p.events)
-    for turn, (messages, output) in zip(turns, _contents(p, turns, store, config.view, need_content)):
+    contents = turn_contents(p, turns, store, config.view, need_content or config.need_content)
+    for turn, (messages, output) in zip(turns, contents):
         e = p.events[turn.index]
         last = max([turn.index, *turn.tool_calls])
         credit = p.credit.unit(e["agent"], 1 + len(turn.tool_calls), last, e.get("instance"))

@@ -1,6 +1,8 @@
-"""Writers: ``jsonl``, ``parquet`` (pyarrow) and ``hf`` (a ``datasets``
-``save_to_disk`` folder). Each writes to a temporary name and moves the result
-into place only on :meth:`close` after success, so a failed run never leaves
+"""Writers: ``jsonl``, ``parquet`` (pyarrow), ``hf`` (a ``datasets``
+``save_to_disk`` folder), and the trainers' own ``verl`` (Parquet) and
+``art`` (JSONL trajectories), whose rows :mod:`.trainers` makes. Each
+writes to a temporary name and moves the result into place only on
+:meth:`close` after success, so a failed run never leaves
 a half dataset that looks whole. Rows are written in batches: memory is
 bounded by the batch size, not the dataset size. Each :meth:`write` is one
 trace's rows with a tag; rows a format cannot hold set their trace aside
@@ -16,9 +18,11 @@ from typing import IO, Any
 import orjson
 
 from .._jsonvalues import unwritable
+from .analysis import VIEWS
 from .schema import arrow_schema
+from .trainers import FITS, art_trajectory, verl_rows, verl_schema
 
-FORMATS = ("jsonl", "parquet", "hf")
+FORMATS = ("jsonl", "parquet", "hf", "verl", "art")
 BATCH_ROWS = 2_000
 
 
@@ -31,7 +35,7 @@ def partial_path(path: Path) -> Path:
 
 
 def output_path(outdir: str | os.PathLike[str], view: str, fmt: str) -> Path:
-    suffix = {"jsonl": ".jsonl", "parquet": ".parquet", "hf": ""}[fmt]
+    suffix = {"jsonl": ".jsonl", "parquet": ".parquet", "hf": "", "verl": ".verl.parquet", "art": ".art.jsonl"}[fmt]
     return Path(outdir) / f"{view}{suffix}"
 
 
@@ -98,14 +102,24 @@ def _to_arrow_rows(rows: list[dict[str, Any]], json_cols: list[str]) -> list[dic
     return out
 
 
+def check_format(view: str, fmt: str) -> None:
+    """A clear error for a format that is unknown or does not fit the view."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if view not in FITS.get(fmt, VIEWS):
+        fitting = [f for f in FORMATS if view in FITS.get(f, VIEWS)]
+        raise ValueError(f"the {fmt} format does not fit the {view} view: {fmt} takes the {', '.join(FITS[fmt])} views "
+                         f"(rows that start from a prompt); write {view} as {', '.join(fitting)}")
+
+
 class ParquetWriter:
-    def __init__(self, path: Path, columns: list[tuple[str, str]], fmt: str = "parquet"):
+    def __init__(self, path: Path, columns: list[tuple[str, str]], fmt: str = "parquet", schema: Any = None):
         self.pa = _need("pyarrow", fmt)
         self.pq = _need("pyarrow.parquet", fmt)
         self.path = path
         self.tmp = partial_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.schema = arrow_schema(columns)
+        self.schema = schema if schema is not None else arrow_schema(columns)
         self.json_cols = [name for name, kind in columns if kind == "json"]
         self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
         self._buffer: list[tuple[Any, list[dict[str, Any]]]] = []  # (tag, rows) per trace
@@ -222,12 +236,35 @@ class HFWriter:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
+class VerlWriter(ParquetWriter):
+    """verl's RL dataset Parquet: each trace's view rows mapped by :func:`~.trainers.verl_rows`."""
+
+    def __init__(self, path: Path, view: str):
+        _need("pyarrow", "verl")  # the missing-extra message before the schema needs pyarrow
+        super().__init__(path, [], fmt="verl", schema=verl_schema(view))
+        self.view = view
+
+    def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
+        return super().write(verl_rows(self.view, rows), tag)
+
+
+class ArtWriter(JsonlWriter):
+    """ART trajectories, one JSON line per trace (:func:`~.trainers.art_trajectory`); ``rows`` counts trajectories."""
+
+    def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
+        trajectory = art_trajectory(rows)
+        return super().write([trajectory], tag) if trajectory is not None else []
+
+
 def open_writer(outdir: str | os.PathLike[str], view: str, fmt: str, columns: list[tuple[str, str]]):
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    check_format(view, fmt)
     path = output_path(outdir, view, fmt)
     if fmt == "jsonl":
         return JsonlWriter(path, columns)
+    if fmt == "art":
+        return ArtWriter(path, columns)
     if fmt == "parquet":
         return ParquetWriter(path, columns)
+    if fmt == "verl":
+        return VerlWriter(path, view)
     return HFWriter(path, columns)
