@@ -149,3 +149,36 @@ def test_a_trace_without_content_says_which_events_lack_it(captured):
     (conversion,) = captured.conversions()
     with pytest.raises(MissingContent, match=r"lacks the content of 4 event\(s\)"):
         replay(conversion.trace, apps.selector_team(), contents=conversion.contents)
+
+
+def test_fork_stop_here_ends_the_team_at_its_termination_check(captured, monkeypatch):
+    """Stopping instead of the second selection (coder): the run ends after planner's reply."""
+    trace, contents = record("selector_team", captured, monkeypatch)
+    second = decisions_of(trace, "delegate")[1]
+    assert second["targets"] == ["coder"]
+    result = replay(trace, raising_app("selector_team", monkeypatch), contents=contents, fork=second["id"],
+                    choose="stop")
+    branch = check_trace(result.trace)
+    assert result.equal and result.live == 0  # nothing past the fork: no model was called
+    assert [d["targets"] for d in decisions_of(branch, "delegate")] == [["planner"]]
+    (stop,) = decisions_of(branch, "stop")
+    assert stop["reason"] == "orch-otel replay: stopped here by a fork"
+    assert stop["fork"]["forced"] == [] and stop["fork"]["recorded"] == ["coder"]
+
+
+def test_fork_continue_goes_on_past_a_recorded_stop(captured, monkeypatch):
+    """The team stopped at coder's TERMINATE; forced to go on, the selector (live) picks again."""
+    trace, contents = record("selector_team", captured, monkeypatch)
+    stop = [d for d in decisions_of(trace, "stop") if d["agent"] == "SelectorGroupChat"][0]
+    result = replay(trace, apps.selector_team(), contents=contents, fork=stop["id"], choose="continue")
+    branch = check_trace(result.trace)
+    assert result.equal  # the prefix, before the check, is the recorded one
+    assert len(decisions_of(branch, "delegate")) > len(decisions_of(trace, "delegate"))
+    assert decisions_of(branch, "delegate")[2]["fork"]["forced"] == ["continue"]
+
+
+def test_a_stop_the_team_decided_itself_cannot_be_continued(captured, monkeypatch):
+    trace, contents = record("graph_flow", captured, monkeypatch)
+    (stop,) = [d for d in decisions_of(trace, "stop") if d["agent"] == "GraphFlow"]
+    with pytest.raises(ForkError, match="not by its termination check"):
+        replay(trace, apps.graph_flow(), contents=contents, fork=stop["id"], choose="continue")

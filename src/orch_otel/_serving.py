@@ -57,5 +57,9 @@ class Server(Protocol):
         """The recorded result, or None to run the tool itself."""
         ...
 
+    def fork(self) -> None:
+        """A forced decision was just applied: later calls go past the recording."""
+        ...
+
 
 ACTIVE: ContextVar[Server | None] = ContextVar("orch_otel_replay_server", default=None)

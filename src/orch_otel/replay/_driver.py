@@ -28,7 +28,7 @@ from ..recorder import get_recorder
 from ..testing import capture, ensure_sdk_provider
 from . import _functions
 from ._compare import Divergence, first_divergence
-from ._fork import ForkPlan, plan
+from ._fork import ForkPlan, Termination, plan
 from ._script import MissingContent, Script, ScriptServer, Then
 
 # (module prefix of the app's class, the integration's replay adapter)
@@ -114,12 +114,14 @@ async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = 
     if (fork is None) != (choose is None):
         raise ReplayError("a fork needs both the event (fork=) and the option (choose=)")
     fork_plan = plan(runs[-1], contents, fork, choose) if fork is not None and choose is not None else None
-    with _replay_session(adapter) as policy_store, capture(_provider()) as captured:
+    termination = fork_plan.termination if fork_plan is not None else None
+    with _replay_session(adapter, termination) as policy_store, capture(_provider()) as captured:
         new_traces: list[dict[str, Any]] = []
         errors: list[str | None] = []
         seen: set[str] = set()
         for i, (script, recorded_input) in enumerate(zip(scripts, inputs)):
-            rewrite = (fork_plan.model_index, fork_plan.rewrite) if fork_plan and i == len(scripts) - 1 else None
+            forking = fork_plan is not None and i == len(scripts) - 1
+            rewrite = (fork_plan.model_index, fork_plan.rewrite) if forking and fork_plan.rewrite else None  # type: ignore[union-attr]
             server = ScriptServer(script, lambda ref: policy_store.texts((ref,)).get(ref), rewrite, then, serve_tools)
             token = ACTIVE.set(server)
             try:
@@ -163,8 +165,9 @@ class _replay_session:
     """Instrumentation, local content capture and the adapter's patches, for
     the length of a replay; everything is put back after it."""
 
-    def __init__(self, adapter: ModuleType) -> None:
+    def __init__(self, adapter: ModuleType, termination: Termination | None) -> None:
         self.adapter = adapter
+        self.termination = termination
         self.patches = Patches()
         self.instrumentor: Any = None
 
@@ -178,7 +181,11 @@ class _replay_session:
         self.saved = (policy.capture, policy.local)
         store = LocalContents(max_bytes=1 << 40)  # one replay's content, in full
         policy.capture, policy.local = True, store
+        if self.termination is not None and not hasattr(self.adapter, "force_termination"):
+            raise ReplayError("this app's framework has no termination check a fork can force")
         self.adapter.install(self.patches)
+        if self.termination is not None:
+            self.adapter.force_termination(self.patches, self.termination)
         return store
 
     def __exit__(self, *exc: Any) -> None:

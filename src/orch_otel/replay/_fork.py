@@ -5,8 +5,10 @@ answer naming the next speaker, an answer with no handoff that ended the
 run) is forced the way the model would have made the other choice: the
 reply served at the fork is the recorded one with the choice changed, and
 the framework then acts on it with its own machinery (the handoff tool's
-``Command``, the selector's speaker, the agent's end of turn). A decision no
-model made (a routing function, a termination condition) is reported as one
+``Command``, the selector's speaker, the agent's end of turn). An AutoGen
+team's stop goes through its termination check: ``stop`` ends the run at
+that check, ``continue`` lets the run go on past a recorded stop. A decision
+no model made in a LangGraph app (a routing function) is reported as one
 that cannot be forced yet.
 """
 
@@ -22,6 +24,7 @@ import orjson
 from ..vocabulary import Channel, DecisionKind, EventKind
 
 STOP = "stop"  # --choose stop: end here instead of handing off
+CONTINUE = "continue"  # --choose continue: an AutoGen team goes on past a recorded stop
 
 
 class ForkError(ValueError):
@@ -29,13 +32,24 @@ class ForkError(ValueError):
 
 
 @dataclass(frozen=True)
+class Termination:
+    """A forced outcome of one team's termination check: ``check`` counts that
+    team's checks from 1 (the task's, then one per round of replies)."""
+
+    team: str
+    check: int
+    stop: bool
+
+
+@dataclass(frozen=True)
 class ForkPlan:
     event: dict[str, Any]  # the recorded decision
     index: int  # its position
-    model_index: int  # the position of the model call that made it
+    model_index: int  # where the branch may start to differ: the model call that decided, or the decision
     recorded: list[str]
     forced: list[str]
-    rewrite: Callable[[Any], Any]
+    rewrite: Callable[[Any], Any] | None = None  # the changed reply of that model call
+    termination: Termination | None = None
 
     def provenance(self, source_trace_id: str) -> dict[str, Any]:
         event_id = self.event["id"]
@@ -59,10 +73,14 @@ def _handoff_tools(tools_text: str | None) -> dict[str, str]:
 
 def options_at(trace: dict[str, Any], contents: Mapping[str, str], event_id: str) -> list[str]:
     """The options ``--choose-each`` forks over: the decision's recorded options,
-    else the agents the deciding model could hand off to."""
-    event, _, model = _locate(trace, event_id)
+    else the agents the deciding model could hand off to (an AutoGen team's
+    stop: ``continue``)."""
+    event, index = _decision(trace, event_id)
     if event.get("options"):
         return list(event["options"])
+    if _team_check(trace, event, index) is not None and event["decision"] == DecisionKind.STOP.value:
+        return [CONTINUE]
+    model = _deciding_model(trace, event, index)
     handoffs = _handoff_tools(contents.get(model.get("tools_ref") or ""))
     agents = _agents(trace)
     return [agents.get(target, target) for target in handoffs.values()]
@@ -72,7 +90,7 @@ def _agents(trace: dict[str, Any]) -> dict[str, str]:
     return {_norm(e["agent"]): e["agent"] for e in trace["events"]}
 
 
-def _locate(trace: dict[str, Any], event_id: str) -> tuple[dict[str, Any], int, dict[str, Any]]:
+def _decision(trace: dict[str, Any], event_id: str) -> tuple[dict[str, Any], int]:
     events = trace["events"]
     index = next((i for i, e in enumerate(events) if e["id"] == event_id), None)
     if index is None:
@@ -83,6 +101,38 @@ def _locate(trace: dict[str, Any], event_id: str) -> tuple[dict[str, Any], int, 
                         f"{' ' + event['decision'] if event.get('decision') else ''}"
                         f"{' (implied)' if event.get('implied') else ''}, not a delegation, handoff, speaker "
                         "selection or stop that a fork can change")
+    return event, index
+
+
+def _team_check(trace: dict[str, Any], event: dict[str, Any], index: int) -> Termination | None:
+    """The termination check of an AutoGen team just before ``event``, if
+    ``event`` is that team's own selection or stop: its checks run one before
+    each selection, so the check is 1 + the team's selections before it."""
+    if trace.get("system") != "autogen" or event.get("agent") != trace["events"][0].get("agent"):
+        return None
+    instance = event.get("instance")
+    earlier = sum(1 for e in trace["events"][:index]
+                  if e.get("decision") == DecisionKind.DELEGATE.value and e.get("instance") == instance)
+    return Termination(event["agent"], earlier + 1, stop=True)
+
+
+def _check_start(events: list[dict[str, Any]], index: int) -> int:
+    """Where a team's termination check begins, before the decision at
+    ``index``: the stops its conditions recorded, and the team's own model
+    call choosing the next speaker, come after the check."""
+    instance = events[index].get("instance")
+    start = index
+    while start > 0:
+        before = events[start - 1]
+        own_model = before.get("channel") == Channel.LLM.value and before.get("instance") == instance
+        if before.get("decision") != DecisionKind.STOP.value and not own_model:
+            break
+        start -= 1
+    return start
+
+
+def _deciding_model(trace: dict[str, Any], event: dict[str, Any], index: int) -> dict[str, Any]:
+    event_id, events = event["id"], trace["events"]
     if event["decision"] == DecisionKind.STOP.value and event.get("source") != "answer":
         raise ForkError(f"event {event_id} (stop by {event.get('instance')}, {event.get('reason')!r}) was not made by "
                         f"a model call but by {event.get('source') or 'the framework'}: routing functions and "
@@ -93,13 +143,29 @@ def _locate(trace: dict[str, Any], event_id: str) -> tuple[dict[str, Any], int, 
     if model is None:
         raise ForkError(f"event {event_id} ({event['decision']} by {instance}) was not made by a model call: "
                         "routing functions and termination conditions cannot be forced yet")
-    return event, index, model
+    return model
 
 
 def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choose: str) -> ForkPlan:
-    event, index, model = _locate(trace, event_id)
+    event, index = _decision(trace, event_id)
+    stopped = event["decision"] == DecisionKind.STOP.value
+    recorded = [] if stopped else list(event.get("targets") or [])
+    check = _team_check(trace, event, index)
+    if check is not None and (choose == STOP or (stopped and choose == CONTINUE)):
+        if stopped == (choose == STOP):
+            raise ForkError(f"event {event_id} already {'stops' if stopped else 'goes on'}: choose "
+                            f"{CONTINUE if stopped else 'another speaker or ' + STOP}")
+        source = str(event.get("source") or "")
+        if stopped and not (source.endswith("Termination") or source.endswith("GroupChatManager")):
+            raise ForkError(f"event {event_id} was decided by {source or 'the team'} itself, not by its "
+                            "termination check: it cannot be forced to go on")
+        forced = Termination(check.team, check.check, stop=choose == STOP)
+        return ForkPlan(event, index, _check_start(trace["events"], index), recorded,
+                        [] if choose == STOP else [CONTINUE], termination=forced)
+    if choose == CONTINUE:
+        raise ForkError(f"{CONTINUE!r} forks an AutoGen team's stop; event {event_id} is not one")
+    model = _deciding_model(trace, event, index)
     model_index = trace["events"].index(model)
-    recorded = [] if event["decision"] == DecisionKind.STOP.value else list(event.get("targets") or [])
     options = event.get("options")
     if choose != STOP and options and choose not in options:
         raise ForkError(f"{choose!r} is not an option of {event_id}; its options are {', '.join(options)}")
@@ -131,7 +197,7 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
     if reply is None:
         raise ForkError(f"the model reply that made {event_id} ({model['id']}) is not in the recording's content")
     rewrite(orjson.loads(reply))  # a fork that cannot be made fails here, before the app runs
-    return ForkPlan(event, index, model_index, recorded, [] if choose == STOP else [choose], rewrite)
+    return ForkPlan(event, index, model_index, recorded, [] if choose == STOP else [choose], rewrite=rewrite)
 
 
 def _no_choice(output: Any, event_id: str) -> Any:

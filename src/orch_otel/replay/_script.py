@@ -189,6 +189,9 @@ class ScriptServer:
             served = Served(self.rewrite[1](served.output), served.input_tokens, served.output_tokens, served.model)
         return served
 
+    def fork(self) -> None:
+        self.forked = True
+
     def tool(self, call: ToolCall) -> Served | None:
         if self.forked:
             return self._after_fork(call)
