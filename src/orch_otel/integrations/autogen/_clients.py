@@ -20,7 +20,7 @@ from opentelemetry import trace
 from ...recorder import Recorder
 from ...vocabulary import function_tool
 from .._patch import Patches
-from ._served import create_result, served_model
+from ._served import create_result, replaying, served_model
 from ._state import LLM_KEY, arg, telemetry_failed
 
 _METHODS = ("create", "create_stream")
@@ -173,7 +173,7 @@ def create_wrapper(recorder: Recorder) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         token = otel_context.attach(ctx)
         try:
-            served = served_model(inv.span, model_name(instance))
+            served = served_model(inv.span)
             result = await wrapped(*args, **kwargs) if served is None else create_result(served)
         except BaseException as exc:
             inv.fail(exc)
@@ -196,18 +196,16 @@ def create_stream_wrapper(recorder: Recorder, result_type: type) -> Callable[...
             async for item in agen:
                 yield item
             return
-        token = otel_context.attach(ctx)
-        try:
-            served = served_model(inv.span, model_name(client))
-        except BaseException as exc:  # a replay that cannot answer: the stream fails as the call would
-            inv.fail(exc)
-            await agen.aclose()
-            raise
-        finally:
-            otel_context.detach(token)
-        if served is not None:  # a replay: the recorded reply is the whole stream
-            await agen.aclose()
-            agen = _one(create_result(served))
+        if replaying():
+            try:
+                served = served_model(inv.span)
+            except BaseException as exc:  # a replay that cannot answer: the stream fails as the call would
+                inv.fail(exc)
+                await agen.aclose()
+                raise
+            if served is not None:  # the recorded reply is the whole stream
+                await agen.aclose()
+                agen = _one(create_result(served))
         try:
             while True:
                 token = otel_context.attach(ctx)

@@ -13,13 +13,18 @@ from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from ...vocabulary import Attr
 
 
-def served_model(span: Any, model: str | None) -> Served | None:
+def replaying() -> bool:
+    return ACTIVE.get() is not None
+
+
+def served_model(span: Any) -> Served | None:
     """The recorded reply for the model call ``span`` records, when a replay is active."""
     server = ACTIVE.get()
     if server is None:
         return None
     attributes = getattr(span, "attributes", None) or {}
-    return server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF), model=model))
+    return server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF),
+                                  model=attributes.get(Attr.REQUEST_MODEL)))
 
 
 def served_tool(span: Any, name: str, call_id: str | None) -> Served | None:
