@@ -182,3 +182,23 @@ def test_a_stop_the_team_decided_itself_cannot_be_continued(captured, monkeypatc
     (stop,) = [d for d in decisions_of(trace, "stop") if d["agent"] == "GraphFlow"]
     with pytest.raises(ForkError, match="not by its termination check"):
         replay(trace, apps.graph_flow(), contents=contents, fork=stop["id"], choose="continue")
+
+
+def streaming_pair(client_factory):
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.conditions import MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    a = AssistantAgent("a", model_client=client_factory("a streams"), model_client_stream=True)
+    b = AssistantAgent("b", model_client=client_factory("b streams"), model_client_stream=True)
+    return RoundRobinGroupChat([a, b], termination_condition=MaxMessageTermination(3))
+
+
+def test_streamed_model_calls_are_served_too(captured, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        asyncio.run(asyncio.wait_for(streaming_pair(apps.replay).run(task="go"), TIMEOUT))
+    (conversion,) = captured.conversions()
+    result = replay(conversion.trace, streaming_pair(raising_client), contents=conversion.contents)
+    assert result.equal, result.divergence and result.divergence.describe()
+    assert result.served == 2
