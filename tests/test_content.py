@@ -130,3 +130,34 @@ def test_spans_carry_content_only_when_captured(captured):
 )
 def test_default_redactor_patterns(text, secret):
     assert secret not in redact_secrets(text)
+
+
+def test_local_contents_are_bounded_and_let_go_once_written():
+    from orch_otel.content import LocalContents
+
+    store = LocalContents(max_bytes=10)
+    store.keep("r1", "aaaa")
+    store.keep("r2", "bbbb")
+    store.keep("r3", "cccc")  # 12 bytes held: the oldest goes
+    assert store.dropped == 1
+    assert store.texts(["r1", "r2", "r3"]) == {"r2": "bbbb", "r3": "cccc"}
+    assert store.take(["r2", "missing"]) == {"r2": "bbbb"}
+    assert store.texts(["r2"]) == {}
+    store.keep("r4", "dddddd")  # 10 bytes with r3: nothing more to drop
+    assert store.dropped == 1
+
+
+def test_record_for_replay_keeps_texts_off_the_spans():
+    from orch_otel import Attr
+    from orch_otel.content import ContentPolicy
+
+    policy = ContentPolicy.from_env(capture=False, record_for_replay=True)
+    assert policy.capture and policy.local is not None and not policy.on_spans
+    both = ContentPolicy.from_env(capture=True, record_for_replay=True)
+    assert both.local is None and both.on_spans  # with capture on the texts are on the spans anyway
+    attrs: dict = {}
+    from orch_otel._invocation import content_into
+
+    content_into(attrs, policy, {"q": "secret plan"}, Attr.INPUT_REF, Attr.INPUT_MESSAGES)
+    assert set(attrs) == {Attr.INPUT_REF}
+    assert policy.local.texts([attrs[Attr.INPUT_REF]]) == {attrs[Attr.INPUT_REF]: '{"q":"secret plan"}'}

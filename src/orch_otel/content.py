@@ -83,6 +83,14 @@ class LocalContents:
         with self._lock:
             return {ref: self._texts[ref] for ref in refs if ref in self._texts}
 
+    def take(self, refs: Iterable[str]) -> dict[str, str]:
+        """Like :meth:`texts`, and let them go: once a trace's texts are in the
+        content store, a later trace that names them finds them there."""
+        with self._lock:
+            taken = {ref: self._texts.pop(ref) for ref in refs if ref in self._texts}
+            self._bytes -= sum(map(len, taken.values()))
+            return taken
+
 
 class ContentPolicy:
     """Decides what of a piece of content is kept: always its ref, its text

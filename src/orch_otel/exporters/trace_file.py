@@ -81,7 +81,7 @@ class TraceFileExporter(SpanExporter):
             result = convert(released.spans.values(), complete=released.complete)
             contents = result.contents
             if self.local_contents is not None:
-                contents = {**self.local_contents.texts(content_refs(result.trace)), **contents}
+                contents = {**self.local_contents.take(content_refs(result.trace)), **contents}
             self.writer.write(result.trace, contents)
         except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1
