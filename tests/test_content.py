@@ -11,6 +11,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from orch_otel import Attr, ContentPolicy, Recorder, redact_secrets
+from orch_otel._invocation import content_into
+from orch_otel.content import LocalContents
 from orch_otel.exporters import TraceFileExporter
 from orch_otel.tracefiles import load_contents, read_lines
 
@@ -133,8 +135,6 @@ def test_default_redactor_patterns(text, secret):
 
 
 def test_local_contents_are_bounded_and_let_go_once_written():
-    from orch_otel.content import LocalContents
-
     store = LocalContents(max_bytes=10)
     store.keep("r1", "aaaa")
     store.keep("r2", "bbbb")
@@ -148,16 +148,11 @@ def test_local_contents_are_bounded_and_let_go_once_written():
 
 
 def test_record_for_replay_keeps_texts_off_the_spans():
-    from orch_otel import Attr
-    from orch_otel.content import ContentPolicy
-
     policy = ContentPolicy.from_env(capture=False, record_for_replay=True)
     assert policy.capture and policy.local is not None and not policy.on_spans
     both = ContentPolicy.from_env(capture=True, record_for_replay=True)
     assert both.local is None and both.on_spans  # with capture on the texts are on the spans anyway
     attrs: dict = {}
-    from orch_otel._invocation import content_into
-
     content_into(attrs, policy, {"q": "secret plan"}, Attr.INPUT_REF, Attr.INPUT_MESSAGES)
     assert set(attrs) == {Attr.INPUT_REF}
     assert policy.local.texts([attrs[Attr.INPUT_REF]]) == {attrs[Attr.INPUT_REF]: '{"q":"secret plan"}'}
