@@ -83,7 +83,7 @@ def chains(traces: list[dict[str, Any]], trace_id: str | None) -> list[list[dict
     def chain_to(trace: dict[str, Any]) -> list[dict[str, Any]]:
         out = [trace]
         while (parent := resumes.get(out[0]["trace_id"])) in by_id and len(out) < len(by_id):
-            out.insert(0, by_id[parent])  # type: ignore[index]
+            out.insert(0, by_id[parent])
         return out
 
     if trace_id is not None:
@@ -120,7 +120,7 @@ def run_replay(args: argparse.Namespace) -> int:
             if args.fork is None:
                 choices: list[str | None] = [None]
             else:
-                choices = options_at(last, contents, args.fork) if args.choose_each else [args.choose]
+                choices = list(options_at(last, contents, args.fork)) if args.choose_each else [args.choose]
             for choice in choices:
                 result = replay(chain if len(chain) > 1 else last, _build(factory, args.app), contents=contents,
                                 fork=args.fork if choice is not None else None, choose=choice, then=then,
