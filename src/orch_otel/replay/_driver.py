@@ -27,8 +27,8 @@ from ..integrations._patch import Patches
 from ..recorder import get_recorder
 from ..testing import capture, ensure_sdk_provider
 from . import _functions
-from ._compare import Divergence, first_divergence
-from ._fork import ForkPlan, Termination, plan
+from ._compare import Divergence, first_divergence, orchestration
+from ._fork import CONTINUE, ForkPlan, Termination, plan
 from ._script import MissingContent, Script, ScriptServer, Then
 
 # (module prefix of the app's class, the integration's replay adapter)
@@ -225,18 +225,24 @@ def _result(runs: Sequence[dict[str, Any]], scripts: Sequence[Script], new: list
         provenance = fork_plan.provenance(source["trace_id"])
         branch = new[-1]
         branch["task_id"] = source["task_id"]
-        _mark_fork(branch, fork_plan.model_index, provenance)
+        marked = _mark_fork(branch, fork_plan.model_index, provenance)
+        took = marked is not None and (not fork_plan.forced or fork_plan.forced == [CONTINUE]
+                                       or marked.get("targets") == fork_plan.forced)
+        if divergence is None and not took:
+            index = branch["events"].index(marked) if marked is not None else fork_plan.model_index
+            divergence = Divergence(index, {"targets": fork_plan.forced}, orchestration(marked) if marked else None,
+                                    len(runs) - 1, "the forced option did not take: the app decided otherwise "
+                                    "after the served reply (its routing does not follow the model's answer)")
     return ReplayResult(new, contents, divergence is None, divergence,
                         served=sum(s.served for s in scripts), live=sum(s.live for s in scripts),
                         notes=[n for s in scripts for n in s.notes], fork=provenance, app_errors=errors)
 
 
-def _mark_fork(branch: dict[str, Any], index: int, provenance: dict[str, Any]) -> None:
-    """Put the provenance on the branch's decision at the fork (the first decision from there on)."""
-    events = branch["events"]
-    for event in events[index:]:
-        if event.get("decision") is not None and not event.get("implied"):
+def _mark_fork(branch: dict[str, Any], index: int, provenance: dict[str, Any]) -> dict[str, Any] | None:
+    """Put the provenance on the branch's decision at the fork (the first
+    orchestrator decision from there on); that event, or None."""
+    for event in branch["events"][index:]:
+        if event["type"] == "orchestrator_decision" and not event.get("implied"):
             event["fork"] = provenance
-            return
-    if events:
-        events[min(index, len(events) - 1)]["fork"] = provenance
+            return event
+    return None

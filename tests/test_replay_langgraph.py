@@ -1,0 +1,229 @@
+"""Replay of LangGraph apps: each test app is recorded with content, then run
+again by a factory whose models and tools raise if they are called at all,
+so every answer must come from the recording; the orchestration must be the
+recorded one. Also: changed apps diverge where they change, forks, and
+recordings a replay cannot use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import langgraph_apps as apps
+import pytest
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
+from langchain_core.tools import tool
+from langgraph.types import Command
+
+from orch_otel.integrations.langgraph import LangGraphInstrumentor
+from orch_otel.integrations.langgraph.testing import FakeToolCallingModel
+from orch_otel.recorder import get_recorder
+from orch_otel.replay import ForkError, MissingContent, orchestration, replay
+from orch_otel.testing import capture
+
+instrumented = instrumentor_fixture(LangGraphInstrumentor)
+
+
+class CalledForReal(AssertionError):
+    """A replay called a model or a tool instead of serving it."""
+
+
+class RaisingModel(FakeToolCallingModel):
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise CalledForReal(f"model {self.model_name} was called during replay")
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    raise CalledForReal("tool add was called during replay")
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    raise CalledForReal("tool lookup was called during replay")
+
+
+# app name -> how the test runs it: (builder, input, config)
+RUNS: dict[str, tuple[Any, Any, dict | None]] = {
+    "supervisor": (apps.build_supervisor, apps.user_input("what is 1+2?"), None),
+    "swarm": (apps.build_swarm, apps.user_input("what is 2+2?"), {"configurable": {"thread_id": "replay-swarm"}}),
+    "fanout": (lambda: apps.build_fanout(3), {}, None),
+    "nested": (apps.build_nested, apps.user_input(), None),
+    "router": (lambda: apps.build_router("billing"), apps.user_input("my bill"), None),
+    "path_map_router": (apps.build_path_map_router, apps.user_input("find out"), None),
+    "literal_router": (lambda: apps.build_literal_router("tech"), apps.user_input("it is broken"), None),
+    "command_handoffs": (apps.build_command_handoffs, apps.user_input(), None),
+    "command_end": (apps.build_command_end, apps.user_input("it crashes"), None),
+    "agent_pipeline": (apps.build_agent_pipeline, apps.user_input("research langgraph"), None),
+    "failing": (apps.build_failing, apps.user_input(), None),
+}
+
+
+def record(captured, monkeypatch, run) -> tuple[list[dict], dict[str, str]]:
+    """Run ``run()`` with content captured; its traces and contents."""
+    with monkeypatch.context() as m, capture() as spans:
+        m.setattr(get_recorder().content, "capture", True)
+        run()
+    conversions = spans.conversions()
+    contents = {ref: text for c in conversions for ref, text in c.contents.items()}
+    return [check_trace(c.trace) for c in conversions], contents
+
+
+def raising(monkeypatch) -> None:
+    """From here on the apps build models and tools that raise when called."""
+    monkeypatch.setattr(apps, "FakeToolCallingModel", RaisingModel)
+    monkeypatch.setattr(apps, "add", add)
+    monkeypatch.setattr(apps, "lookup", lookup)
+
+
+def invoke(name: str) -> None:
+    build, graph_input, config = RUNS[name]
+    try:
+        build().invoke(graph_input, config)
+    except apps.BrokenNode:
+        pass  # the failing app fails: that is its run
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_replay_serves_every_call_and_gives_the_recorded_orchestration(name, captured, monkeypatch):
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke(name))
+    raising(monkeypatch)
+    result = replay(trace, RUNS[name][0](), contents=contents)
+    assert result.equal, result.divergence.describe()
+    replayed = check_trace(result.trace)
+    # the same events (parallel branches, as in fanout, may interleave otherwise)
+    assert sorted(e["type"] for e in replayed["events"]) == sorted(e["type"] for e in trace["events"])
+    models = len(events_of(trace, "message", channel="llm"))
+    assert result.served >= models  # every model call was served (tools too, but for handoff tools)
+
+
+def test_an_interrupted_run_and_its_resume_replay_as_one_chain(captured, monkeypatch):
+    config = {"configurable": {"thread_id": "replay-interrupt"}}
+
+    def run() -> None:
+        app = apps.build_interrupt()
+        app.invoke(apps.user_input("write a post"), config)
+        app.invoke(Command(resume="yes"), config)
+
+    (first, resumed), contents = record(captured, monkeypatch, run)
+    assert decisions_of(first, "stop")[-1]["reason"] == "interrupt"
+    (human,) = events_of(resumed, "human_intervention")
+    assert human["resume_of"] == first["trace_id"]
+    raising(monkeypatch)
+    result = replay([first, resumed], apps.build_interrupt(), contents=contents)
+    assert result.equal, result.divergence.describe()
+    new_first, new_resumed = result.traces
+    assert decisions_of(new_first, "stop")[-1]["reason"] == "interrupt"
+    (new_human,) = events_of(new_resumed, "human_intervention")
+    assert new_human["resume_of"] == new_first["trace_id"]  # the resume continues the replayed run
+
+
+def helpdesk(pick) -> Any:
+    """``build_router``'s graph with the routing function given: triage (model) -> pick -> billing | tech."""
+    from langgraph.graph import END, START, StateGraph
+
+    triage_model = FakeToolCallingModel(model_name="triage-llm", responses=[apps.ai("billing")])
+    desk_models = {n: FakeToolCallingModel(model_name=f"{n}-llm", responses=[apps.ai(n)]) for n in ("billing", "tech")}
+    graph = StateGraph(apps.RouteState)
+    graph.add_node("triage", lambda s: {"messages": [triage_model.invoke(s["messages"])], "route": "billing"})
+    for name, model in desk_models.items():
+        graph.add_node(name, lambda s, m=model: {"messages": [m.invoke(s["messages"])]})
+        graph.add_edge(name, END)
+    graph.add_edge(START, "triage")
+    graph.add_conditional_edges("triage", pick, ["billing", "tech"])
+    return graph.compile(name="helpdesk")
+
+
+def test_another_routing_function_diverges_at_the_routing_decision(captured, monkeypatch):
+    """Recorded with a router that follows the triage (billing); replayed with
+    one that always says tech: the first difference is the router's delegation."""
+    (trace,), contents = record(captured, monkeypatch, lambda: helpdesk(lambda s: s["route"]).invoke(apps.user_input()))
+    result = replay(trace, helpdesk(lambda s: "tech"), contents=contents)
+    assert not result.equal
+    (recorded_route,) = decisions_of(trace, "delegate")
+    assert result.divergence.event_id == recorded_route["id"]
+    assert result.divergence.expected["targets"] == ["billing"]
+    assert result.divergence.got["targets"] == ["tech"]
+
+
+def test_a_tool_that_now_returns_something_else_diverges_at_its_result(captured, monkeypatch):
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("supervisor"))
+
+    @tool("lookup")
+    def changed(query: str) -> str:
+        """Look something up."""
+        return "something else"
+
+    monkeypatch.setattr(apps, "lookup", changed)
+    result = replay(trace, apps.build_supervisor(), contents=contents, serve_tools=False)
+    assert not result.equal
+    (recorded,) = events_of(trace, "tool_result", tool="lookup")
+    assert result.divergence.event_id == recorded["id"]
+    assert result.divergence.expected["content_ref"] != result.divergence.got["content_ref"]
+
+
+def test_fork_at_the_supervisors_first_delegation(captured, monkeypatch):
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("supervisor"))
+    first = decisions_of(trace, "delegate")[0]
+    assert first["targets"] == ["math_expert"]
+    result = replay(trace, apps.build_supervisor(), contents=contents, fork=first["id"], choose="research_expert")
+    branch = check_trace(result.trace)
+    assert result.equal  # the prefix up to the supervisor's reply is the recorded one
+    forced = decisions_of(branch, "delegate")[0]
+    assert forced["targets"] == ["research_expert"] and forced["id"] == first["id"]
+    assert forced["fork"] == {"source_trace_id": trace["trace_id"], "event_id": first["id"], "decision": "delegate",
+                              "recorded": ["math_expert"], "forced": ["research_expert"],
+                              "group": f"{trace['trace_id']}/{first['id']}"}
+    prefix = trace["events"].index(next(e for e in trace["events"] if e.get("channel") == "llm"))
+    assert [orchestration(e) for e in branch["events"][:prefix]] == [orchestration(e) for e in trace["events"][:prefix]]
+    assert events_of(branch, "spawn", to="research_expert")  # the branch ran the chosen agent, live
+
+
+def test_fork_stop_instead_of_handing_off(captured, monkeypatch):
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("supervisor"))
+    first = decisions_of(trace, "delegate")[0]
+    result = replay(trace, apps.build_supervisor(), contents=contents, fork=first["id"], choose="stop")
+    branch = check_trace(result.trace)
+    assert not decisions_of(branch, "delegate")
+    assert [s["reason"] for s in decisions_of(branch, "stop")] == ["end", "end"]  # the supervisor's, the run's
+
+
+def test_fork_errors_name_the_event(captured, monkeypatch):
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("supervisor"))
+    spawn = decisions_of(trace, "spawn")[0]
+    with pytest.raises(ForkError, match=f"event {spawn['id']} is a orchestrator_decision spawn"):
+        replay(trace, apps.build_supervisor(), contents=contents, fork=spawn["id"], choose="math_expert")
+    with pytest.raises(ForkError, match="has no event e999"):
+        replay(trace, apps.build_supervisor(), contents=contents, fork="e999", choose="math_expert")
+    first = decisions_of(trace, "delegate")[0]
+    with pytest.raises(ForkError, match="'nobody' is not an option"):
+        replay(trace, apps.build_supervisor(), contents=contents, fork=first["id"], choose="nobody")
+
+
+def test_a_router_that_follows_its_model_is_forked_through_the_models_answer(captured, monkeypatch):
+    """build_router routes on the triage model's answer: forcing tech changes that answer."""
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("router"))
+    (route,) = decisions_of(trace, "delegate")
+    result = replay(trace, apps.build_router("billing"), contents=contents, fork=route["id"], choose="tech")
+    assert result.equal
+    assert decisions_of(result.trace, "delegate")[0]["targets"] == ["tech"]
+    assert events_of(result.trace, "spawn", to="tech")
+
+
+def test_a_fork_that_does_not_take_is_a_divergence(captured, monkeypatch):
+    """helpdesk's triage node sets the route itself: a changed model answer changes nothing."""
+    (trace,), contents = record(captured, monkeypatch, lambda: helpdesk(lambda s: s["route"]).invoke(apps.user_input()))
+    (route,) = decisions_of(trace, "delegate")
+    result = replay(trace, helpdesk(lambda s: s["route"]), contents=contents, fork=route["id"], choose="tech")
+    assert not result.equal
+    assert "did not take" in result.divergence.note
+    assert result.divergence.got["targets"] == ["billing"]
+
+
+def test_a_trace_recorded_without_content_says_which_events_lack_it(captured):
+    invoke("supervisor")
+    (conversion,) = captured.conversions()
+    llm_calls = [e["id"] for e in events_of(conversion.trace, "message", channel="llm")]
+    with pytest.raises(MissingContent, match=", ".join(llm_calls[:3])):
+        replay(conversion.trace, apps.build_supervisor(), contents=conversion.contents)
