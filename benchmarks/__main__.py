@@ -30,7 +30,7 @@ from .report import write_report
 from .results import dump_results, load_results, smoke_check
 from .suites import PEERS
 
-PARTS = ("langgraph", "autogen", "memory", "breakdown", "convert", "datasets")
+PARTS = ("langgraph", "autogen", "memory", "breakdown", "convert", "datasets", "replay")
 
 
 def _log(msg: str) -> None:
@@ -54,6 +54,7 @@ EXTERNAL = {
     "convert": ("benchmarks.bench_convert", ["--spans", "1000000", "--rss-spans", "200000"],
                 ["--spans", "3000", "--rss-spans", "500", "--open-traces", "10", "--rounds", "1"]),
     "datasets": ("benchmarks.bench_datasets", ["--traces", "5000"], ["--traces", "200"]),
+    "replay": ("benchmarks.bench_replay", ["--runs", "40"], ["--runs", "2"]),
 }
 
 
@@ -103,7 +104,7 @@ def measure(parts: set[str], *, smoke: bool, rounds: int | None, runs: int | Non
     if "breakdown" in parts:
         _log("where orch-otel's time goes")
         results["breakdown"] = run_breakdowns(2 if smoke else 40, log=_log)
-    for part in ("convert", "datasets"):
+    for part in ("convert", "datasets", "replay"):
         if part in parts:
             _log(f"{part} benchmark")
             results[part] = run_external(part, smoke)

@@ -16,7 +16,8 @@ from .capture import REPO, CaptureResult, added_ms, fmt_range, med
 from .suites import LABELS, PACKAGES
 
 EXTERNAL_TITLES = (("convert", "Conversion (offline logs to replayable traces)"),
-                   ("datasets", "Datasets (replayable traces to RL datasets)"))
+                   ("datasets", "Datasets (replayable traces to RL datasets)"),
+                   ("replay", "Replay against the original run (same fake models)"))
 
 
 def _versions() -> dict[str, str]:

@@ -60,7 +60,7 @@ def recorded(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("replay_cli")
     (folder / "myapp.py").write_text(APP)
     (folder / "then_module.py").write_text(
-        "from orch_otel.replay import ModelCall\n\n"
+        "from orch_otel.replaying import ModelCall\n\n"
         "def canned(call):\n"
         "    return {'role': 'ai', 'content': 'canned'} if isinstance(call, ModelCall) else None\n")
     env = {"ORCH_OTEL_RECORD_FOR_REPLAY": "true", "ORCH_OTEL_TRACE_DIR": str(folder / "orch-traces"),

@@ -25,6 +25,7 @@ PUBLIC_MODULES = [
     "orch_otel.tracefiles",
     "orch_otel.offline",
     "orch_otel.datasets",
+    "orch_otel.replaying",
     "orch_otel.exporters",
     "orch_otel.exporters.span_dump",
     "orch_otel.vocabulary",

@@ -15,7 +15,7 @@ from conftest import check_trace, decisions_of, instrumentor_fixture
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.autogen.testing import MODEL_INFO
 from orch_otel.recorder import get_recorder
-from orch_otel.replay import ForkError, MissingContent, orchestration, replay
+from orch_otel.replaying import ForkError, MissingContent, orchestration, replay
 
 TIMEOUT = 20
 

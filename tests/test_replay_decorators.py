@@ -13,7 +13,7 @@ from conftest import check_trace
 import orch_otel
 from orch_otel.recorder import get_recorder
 from orch_otel.redaction import REDACTED
-from orch_otel.replay import MissingContent, ReplayError, replay
+from orch_otel.replaying import MissingContent, ReplayError, replay
 
 REAL_CALLS: list[str] = []
 

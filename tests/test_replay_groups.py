@@ -21,7 +21,7 @@ def branches(tmp_path_factory):
     from langgraph_apps import build_supervisor
 
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
-    from orch_otel.replay import options_at, replay
+    from orch_otel.replaying import options_at, replay
 
     base = tmp_path_factory.mktemp("replay_groups")
 

@@ -17,7 +17,7 @@ from langgraph.types import Command
 from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.integrations.langgraph.testing import FakeToolCallingModel
 from orch_otel.recorder import get_recorder
-from orch_otel.replay import ForkError, MissingContent, orchestration, replay
+from orch_otel.replaying import ForkError, MissingContent, orchestration, replay
 from orch_otel.testing import capture
 
 instrumented = instrumentor_fixture(LangGraphInstrumentor)

@@ -11,6 +11,10 @@ Hand-written agents use the decorators and helpers::
     @orch_otel.agent(role="planner")
     def planner(task): ...
     orch_otel.delegate("writer", options=["writer", "critic"])
+
+A recorded run replays, or forks at a decision (``orch_otel.replaying``)::
+
+    result = orch_otel.replay(trace, build_app(), contents=contents)
 """
 
 from ._configure import Instrumentation, flush, instrument, uninstrument
@@ -32,6 +36,7 @@ from .content import ContentPolicy
 from .converter import Conversion, convert
 from .recorder import Recorder, get_recorder, set_recorder
 from .redaction import redact_secrets
+from .replaying import areplay, replay
 from .spans import SpanRecord
 from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
 
@@ -58,6 +63,8 @@ __all__ = [
     "llm_call",
     "message",
     "redact_secrets",
+    "areplay",
+    "replay",
     "reward",
     "set_recorder",
     "spawn",

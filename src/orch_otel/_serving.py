@@ -4,7 +4,7 @@ instead of calling the model or the tool.
 
 The integrations know the frameworks (where a call happens, how to turn a
 recorded reply back into the framework's object); the server knows the
-recording (:mod:`orch_otel.replay`). Outside a replay, ``ACTIVE`` is None and
+recording (:mod:`orch_otel.replaying`). Outside a replay, ``ACTIVE`` is None and
 every call goes through untouched: one context-variable read per call.
 """
 

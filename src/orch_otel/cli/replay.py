@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..replay import ForkError, MissingContent, ReplayError, ReplayResult, options_at, replay
+from ..replaying import ForkError, MissingContent, ReplayError, ReplayResult, options_at, replay
 from ..tracefiles import TraceWriter, load_contents, read_lines, trace_files
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
@@ -167,7 +167,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     group.add_argument("--choose-each", action="store_true", help="one branch per recorded option of --fork")
     p.add_argument("--then", default="live", metavar="live|MODULE:FUNC",
                    help="after the fork: the app's own models and tools (live, the default), or a callable given "
-                   "each call (orch_otel.replay.ModelCall / ToolCall) returning its reply, or None to make it")
+                   "each call (orch_otel.replaying.ModelCall / ToolCall) returning its reply, or None to make it")
     p.add_argument("--live-tools", action="store_true",
                    help="run the tools themselves and compare their results with the recorded ones")
 

@@ -52,6 +52,15 @@ def install(patches: Patches) -> None:
 
 async def run(app: Any, run_input: Any) -> Any:
     """Run ``app`` once on a recorded run input (``_handler._run_input``'s form)."""
+    return await app.ainvoke(*_arguments(run_input))
+
+
+def run_sync(app: Any, run_input: Any) -> Any:
+    """:func:`run` through the graph's sync entry point (no event loop, no executor threads)."""
+    return app.invoke(*_arguments(run_input))
+
+
+def _arguments(run_input: Any) -> tuple[Any, dict[str, Any] | None]:
     if not isinstance(run_input, dict) or not ({"input", "command"} & run_input.keys()):
         raise ValueError("the recorded run input is not a LangGraph run input ({'input': ...} or {'command': ...})")
     config: dict[str, Any] = {}
@@ -63,7 +72,7 @@ async def run(app: Any, run_input: Any) -> Any:
                                    goto=command.get("goto") or ())
     else:
         graph_input = _revive(run_input["input"])
-    return await app.ainvoke(graph_input, config or None)
+    return graph_input, config or None
 
 
 def _revive(value: Any) -> Any:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from .._serving import ModelCall, NotRecorded, ToolCall
 from ._compare import Divergence, orchestration
 from ._driver import ReplayError, ReplayResult, areplay, replay
-from ._fork import STOP, ForkError, options_at
+from ._fork import CONTINUE, STOP, ForkError, options_at
 from ._script import MissingContent
 
 __all__ = [
-    "STOP", "Divergence", "ForkError", "MissingContent", "ModelCall", "NotRecorded", "ReplayError",
+    "CONTINUE", "STOP", "Divergence", "ForkError", "MissingContent", "ModelCall", "NotRecorded", "ReplayError",
     "ReplayResult", "ToolCall", "areplay", "options_at", "orchestration", "replay",
 ]

@@ -5,6 +5,7 @@ recorded reply or result instead of running (``_decorators._served``)."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
@@ -25,7 +26,20 @@ def install(patches: Patches) -> None:
 
 
 async def run(app: Any, run_input: Any) -> Any:
+    result = _call(app, run_input)
+    return await result if inspect.isawaitable(result) else result
+
+
+def run_sync(app: Any, run_input: Any) -> Any:
+    result = _call(app, run_input)
+    return asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
+
+
+def _call(app: Any, run_input: Any) -> Any:
     if not isinstance(run_input, dict) or not ({"args", "kwargs"} >= run_input.keys()):
         raise ValueError("the recorded run input is not a decorated function's arguments ({'args', 'kwargs'})")
-    result = app(*run_input.get("args", ()), **run_input.get("kwargs", {}))
-    return await result if inspect.isawaitable(result) else result
+    return app(*run_input.get("args", ()), **run_input.get("kwargs", {}))
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -93,9 +93,9 @@ def run_input(script: Script) -> Any:
     return orjson.loads(text)
 
 
-async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
-                  choose: str | None = None, then: Then | None = None, serve_tools: bool = True) -> ReplayResult:
-    """:func:`replay` inside a running event loop."""
+def _prepare(trace: Any, app: Any, contents: Mapping[str, str] | None, fork: str | None, choose: str | None
+             ) -> tuple[list[dict[str, Any]], dict[str, str], ModuleType, list[Script], list[Any], ForkPlan | None]:
+    """Everything checked before the app runs: the runs, their answers and inputs, the fork."""
     runs = [_as_dict(trace)] if isinstance(trace, dict) or hasattr(trace, "model_dump") else \
         [_as_dict(t) for t in trace]
     if not runs:
@@ -114,6 +114,17 @@ async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = 
     if (fork is None) != (choose is None):
         raise ReplayError("a fork needs both the event (fork=) and the option (choose=)")
     fork_plan = plan(runs[-1], contents, fork, choose) if fork is not None and choose is not None else None
+    return runs, contents, adapter, scripts, inputs, fork_plan
+
+
+Steps = Generator[Any, "str | None", ReplayResult]
+
+
+def _steps(runs: list[dict[str, Any]], adapter: ModuleType, scripts: list[Script], inputs: list[Any],
+           fork_plan: ForkPlan | None, then: Then | None, serve_tools: bool) -> Steps:
+    """The replay around the app's runs: yields each run's input with its
+    server active, gets back how the run ended (None, or the exception's
+    type name), and returns the result. The caller runs the app, sync or async."""
     termination = fork_plan.termination if fork_plan is not None else None
     with _replay_session(adapter, termination) as policy_store, capture(_provider()) as captured:
         new_traces: list[dict[str, Any]] = []
@@ -125,17 +136,39 @@ async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = 
             server = ScriptServer(script, lambda ref: policy_store.texts((ref,)).get(ref), rewrite, then, serve_tools)
             token = ACTIVE.set(server)
             try:
-                await adapter.run(app, recorded_input)
-                errors.append(None)
-            except NotRecorded:
-                errors.append(NotRecorded.__name__)
-            except Exception as exc:  # the app failed: as it may have when it was recorded
-                errors.append(type(exc).__qualname__)
+                errors.append((yield recorded_input))
             finally:
                 ACTIVE.reset(token)
             new_traces.append(_new_trace(captured, seen, script))
         new_contents = policy_store.texts(set().union(*(content_refs(t) for t in new_traces)))
     return _result(runs, scripts, new_traces, new_contents, errors, fork_plan)
+
+
+def _ended(error: BaseException | None) -> str | None:
+    if error is None:
+        return None
+    return NotRecorded.__name__ if isinstance(error, NotRecorded) else type(error).__qualname__
+
+
+async def areplay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
+                  choose: str | None = None, then: Then | None = None, serve_tools: bool = True) -> ReplayResult:
+    """:func:`replay` inside a running event loop."""
+    runs, contents, adapter, scripts, inputs, fork_plan = _prepare(trace, app, contents, fork, choose)
+    steps = _steps(runs, adapter, scripts, inputs, fork_plan, then, serve_tools)
+    try:
+        recorded_input = next(steps)
+        while True:
+            try:
+                await adapter.run(app, recorded_input)
+                error = None
+            except Exception as exc:  # the app failed: as it may have when it was recorded
+                error = exc
+            try:
+                recorded_input = steps.send(_ended(error))
+            except StopIteration as done:
+                return done.value
+    finally:
+        steps.close()  # interrupted (cancelled, Ctrl-C): the patches and the content policy are put back
 
 
 def replay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, fork: str | None = None,
@@ -151,9 +184,29 @@ def replay(trace: Any, app: Any, *, contents: Mapping[str, str] | None = None, f
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(areplay(trace, app, contents=contents, fork=fork, choose=choose, then=then,
-                                   serve_tools=serve_tools))
-    raise ReplayError("replay() was called inside a running event loop: use `await orch_otel.areplay(...)`")
+        pass
+    else:
+        raise ReplayError("replay() was called inside a running event loop: use `await orch_otel.areplay(...)`")
+    runs, contents, adapter, scripts, inputs, fork_plan = _prepare(trace, app, contents, fork, choose)
+    run_sync = getattr(adapter, "run_sync", None)  # the app's own sync entry point, when it has one
+    steps = _steps(runs, adapter, scripts, inputs, fork_plan, then, serve_tools)
+    try:
+        recorded_input = next(steps)
+        while True:
+            try:
+                if run_sync is not None:
+                    run_sync(app, recorded_input)
+                else:
+                    asyncio.run(adapter.run(app, recorded_input))
+                error = None
+            except Exception as exc:  # the app failed: as it may have when it was recorded
+                error = exc
+            try:
+                recorded_input = steps.send(_ended(error))
+            except StopIteration as done:
+                return done.value
+    finally:
+        steps.close()  # interrupted (Ctrl-C): the patches and the content policy are put back
 
 
 def _provider() -> Any:
