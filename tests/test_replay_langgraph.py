@@ -227,3 +227,23 @@ def test_a_trace_recorded_without_content_says_which_events_lack_it(captured):
     llm_calls = [e["id"] for e in events_of(conversion.trace, "message", channel="llm")]
     with pytest.raises(MissingContent, match=", ".join(llm_calls[:3])):
         replay(conversion.trace, apps.build_supervisor(), contents=conversion.contents)
+
+
+def test_a_replay_puts_back_everything_it_changed(captured, monkeypatch):
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.tools import BaseTool, StructuredTool
+
+    from orch_otel._serving import ACTIVE
+
+    before = {name: vars(BaseChatModel)[name] for name in ("_generate_with_cache", "_agenerate_with_cache")}
+    tools_before = {name: vars(BaseTool)[name] for name in ("run", "arun")}
+    structured_before = {name: vars(StructuredTool).get(name) for name in ("_run", "_arun")}
+    policy = get_recorder().content
+    policy_before = (policy.capture, policy.local)
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("supervisor"))
+    assert replay(trace, apps.build_supervisor(), contents=contents).equal
+    assert {name: vars(BaseChatModel)[name] for name in before} == before
+    assert {name: vars(BaseTool)[name] for name in tools_before} == tools_before
+    assert {name: vars(StructuredTool).get(name) for name in structured_before} == structured_before
+    assert (policy.capture, policy.local) == policy_before
+    assert ACTIVE.get() is None
