@@ -5,7 +5,8 @@
 The traces are recorded once from real orch-otel runs (the decorator research
 team demo and a planner/executor/critic supervisor, content captured), then
 replicated with fresh trace ids up to N traces (content refs are shared, as
-they would be for repeated prompts). Not a test: it prints a table.
+they would be for repeated prompts), in pairs of fork branches with rewards
+0 and 1 (so ``groups`` and ``preferences`` have rows). Not a test: it prints a table.
 """
 
 from __future__ import annotations
@@ -40,11 +41,26 @@ def make_input(directory: Path, n: int) -> Path:
     path = directory / "traces-bench.jsonl"
     with open(path, "wb") as handle:
         for i in range(n):
-            trace = dict(seeds[i % len(seeds)])
+            trace = dict(seeds[(i // 2) % len(seeds)])
             trace["trace_id"] = f"{i:032x}"
-            trace["task_id"] = f"{trace['task_id']}-{i}"
+            trace["task_id"] = f"{trace['task_id']}-{i // 2}"
+            _as_branch(trace, group=i // 2, reward=float(i % 2))
             handle.write(orjson.dumps(trace) + b"\n")
     return path
+
+
+def _as_branch(trace: dict, group: int, reward: float) -> None:
+    """Make the trace one of a pair of fork branches (the ``groups`` and
+    ``preferences`` views read only branches; the other views ignore it)."""
+    events = [dict(e) for e in trace["events"]]
+    decision = next((e for e in events if e["type"] == "orchestrator_decision" and not e.get("implied")), None)
+    if decision is not None:
+        source = f"{group:032x}"
+        decision["fork"] = {"source_trace_id": source, "event_id": decision["id"], "decision": decision["decision"],
+                            "recorded": decision.get("targets") or [], "forced": decision.get("targets") or [],
+                            "group": f"{source}/{decision['id']}"}
+    trace["events"] = events
+    trace["rewards"] = {**trace["rewards"], "bench": reward}
 
 
 def main(argv: list[str] | None = None) -> int:
