@@ -33,6 +33,7 @@ from .converter import Conversion, convert
 from .recorder import Recorder, get_recorder, set_recorder
 from .redaction import redact_secrets
 from .spans import SpanRecord
+from .timeline import view
 from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
 
 __all__ = [
@@ -64,5 +65,6 @@ __all__ = [
     "stop",
     "tool",
     "uninstrument",
+    "view",
     "workflow",
 ]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._compare import compare_page
-from ._load import Found, Lookup, check, contents_for, lookup_of, read
+from ._load import Lookup, check, contents_for, lookup_of, pick, read
 from ._render import captured, trace_page
 
 __all__ = ["View", "view"]
@@ -34,30 +34,6 @@ class View(str):
         target = Path(path)
         target.write_text(str(self), encoding="utf-8")
         return target
-
-
-class NotChosen(LookupError):
-    """No trace, or no single trace, fits what was asked (the message lists the ids)."""
-
-
-def pick(found: list[Found], source: str, trace_id: str | None = None, fork_of: str | None = None) -> Found:
-    """The trace with ``trace_id``; else the one forked from ``fork_of``; else the only one."""
-    ids = [str(f.trace.get("trace_id")) for f in found]
-    listing = ", ".join(ids[:20]) + (f" ... and {len(ids) - 20} more" if len(ids) > 20 else "")
-    if trace_id is not None:
-        for one in found:
-            if str(one.trace.get("trace_id")) == trace_id:
-                return one
-        raise NotChosen(f"no trace with id {trace_id} in {source}" + (f"; its traces: {listing}" if ids else ""))
-    if fork_of is not None and len(found) > 1:
-        for one in found:
-            if any(isinstance(e.get("fork"), dict) and e["fork"].get("source_trace_id") == fork_of for e in one.trace["events"]):
-                return one
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise NotChosen(f"no trace in {source}")
-    raise NotChosen(f"{source} holds {len(found)} traces: {listing}; choose one by its trace id")
 
 
 def _source(trace: Any, trace_id: str | None, contents: Any, fork_of: str | None = None) -> tuple[dict[str, Any], Lookup | None]:

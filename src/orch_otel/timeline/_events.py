@@ -35,9 +35,9 @@ def mark_kind(event: dict[str, Any]) -> tuple[str, str]:
         decision = event.get("decision")
         if decision == "stop":
             return "stop", "X"
-        if decision == "spawn":
-            return "fanout" if len(event.get("targets") or []) > 1 else "spawndec", "F" if len(event.get("targets") or []) > 1 else "D"
-        return "delegate", "D"
+        if len(event.get("targets") or []) > 1:
+            return "fanout", "F"
+        return ("spawndec" if decision == "spawn" else "delegate"), "D"
     if kind == EventKind.MESSAGE.value:
         return ("llm", "L") if event.get("channel") == Channel.LLM.value else ("msg", "M")
     return {
@@ -75,11 +75,9 @@ def _decision(event: dict[str, Any]) -> str:
         how = {True: " (forced)", False: " (chosen)"}.get(forced, "")
         source = f" by {escape(str(event['source']))}" if event.get("source") else ""
         text = f'<b>stop</b>: <span class="reason">{escape(str(event.get("reason", "?")))}</span>{how}{source}'
-    elif decision == "spawn":
-        fan = f" <b>fan-out \u00d7{len(targets)}</b>" if len(targets) > 1 else ""
-        text = f"<b>decide spawn</b> \u2192 {_names(targets)}{fan}"
     else:
-        text = f"<b>decide {escape(decision)}</b> \u2192 {_names(targets)}"
+        fan = f" <b>fan-out \u00d7{len(targets)}</b>" if len(targets) > 1 else ""
+        text = f"<b>decide {escape(decision)}</b> \u2192 {_names(targets)}{fan}"
     if event.get("options"):
         text += " " + _chips(event["options"], set(targets))
     if event.get("implied"):

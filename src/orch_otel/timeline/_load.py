@@ -72,3 +72,27 @@ def lookup_of(contents: Any) -> Lookup | None:
     if callable(getattr(contents, "get", None)):
         return contents.get  # type: ignore[no-any-return]
     raise TypeError(f"contents: expected a mapping of ref -> text, a ContentIndex or a directory, got {type(contents).__name__}")
+
+
+class NotChosen(LookupError):
+    """No trace, or no single trace, fits what was asked (the message lists the ids)."""
+
+
+def pick(found: list[Found], source: str, trace_id: str | None = None, fork_of: str | None = None) -> Found:
+    """The trace with ``trace_id``; else the one forked from ``fork_of``; else the only one."""
+    ids = [str(f.trace.get("trace_id")) for f in found]
+    listing = ", ".join(ids[:20]) + (f" ... and {len(ids) - 20} more" if len(ids) > 20 else "")
+    if trace_id is not None:
+        for one in found:
+            if str(one.trace.get("trace_id")) == trace_id:
+                return one
+        raise NotChosen(f"no trace with id {trace_id} in {source}" + (f"; its traces: {listing}" if ids else ""))
+    if fork_of is not None and len(found) > 1:
+        for one in found:
+            if any(isinstance(e.get("fork"), dict) and e["fork"].get("source_trace_id") == fork_of for e in one.trace["events"]):
+                return one
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotChosen(f"no trace in {source}")
+    raise NotChosen(f"{source} holds {len(found)} traces: {listing}; choose one by its trace id")

@@ -116,7 +116,8 @@ def _svg(shape: Layout, rows: int, width: int, lane_w: int, offset: int) -> str:
         ys, yd = (arrow.src_row + offset) * ROW + ROW // 2, (arrow.dst_row + offset) * ROW + ROW // 2
         xd += -10 if xd > xs else 10  # end at the mark's edge
         xm = (xs + xd) // 2
-        parts.append(f'<path class="arrow a-{arrow.kind}" d="M{xs},{ys} C{xm},{ys} {xm},{yd} {xd},{yd}" marker-end="url(#ar-{arrow.kind})"/>')
+        parts.append(f'<path class="arrow a-{arrow.kind}" d="M{xs},{ys} C{xm},{ys} {xm},{yd} {xd},{yd}" '
+                     f'marker-end="url(#ar-{arrow.kind})"/>')
     parts.append("</svg>")
     return "".join(parts)
 
