@@ -72,7 +72,7 @@ def _decision(event: dict[str, Any]) -> str:
     targets = [str(t) for t in event.get("targets") or []] or [t for t in str(event.get("to") or "").split(",") if t]
     if decision == "stop":
         forced = event.get("forced")
-        how = {True: " (forced)", False: " (chosen)"}.get(forced, "")
+        how = " (forced)" if forced is True else " (chosen)" if forced is False else ""
         source = f" by {escape(str(event['source']))}" if event.get("source") else ""
         text = f'<b>stop</b>: <span class="reason">{escape(str(event.get("reason", "?")))}</span>{how}{source}'
     else:

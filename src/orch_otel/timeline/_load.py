@@ -70,7 +70,7 @@ def lookup_of(contents: Any) -> Lookup | None:
     if isinstance(contents, Mapping):
         return lambda ref: contents.get(ref)
     if callable(getattr(contents, "get", None)):
-        return contents.get  # type: ignore[no-any-return]
+        return contents.get
     raise TypeError(f"contents: expected a mapping of ref -> text, a ContentIndex or a directory, got {type(contents).__name__}")
 
 

@@ -25,7 +25,7 @@ ContentLookup = Callable[[str], "str | None"]
 
 
 def asset(name: str) -> str:
-    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def json_block(value: Any) -> str:
@@ -72,7 +72,7 @@ def summary(trace: dict[str, Any], shape: Layout, pane: str = "a") -> str:
     cells = "".join(f'<div class="stat"><dt>{escape(k)}</dt><dd>{v}</dd></div>' for k, v in stats)
     stop = _stop(events)
     if stop is not None:
-        forced = {True: "forced", False: "chosen"}.get(stop.get("forced"), "")
+        forced = "forced" if stop.get("forced") is True else "chosen" if stop.get("forced") is False else ""
         stop_html = (f'<p class="stop-line">Stopped: <a href="#{pane}-{escape(str(stop.get("id")))}" class="reason">'
                      f'{escape(str(stop.get("reason", "?")))}</a> {forced} by {escape(str(stop.get("instance") or stop.get("agent")))}'
                      + (f" ({escape(str(stop['source']))})" if stop.get("source") else "") + "</p>")
