@@ -30,6 +30,7 @@ PUBLIC_MODULES = [
     "orch_otel.exporters.span_dump",
     "orch_otel.vocabulary",
     "orch_otel.demo",
+    "orch_otel.timeline",
     "orch_otel.integrations.langgraph",
     "orch_otel.integrations.langgraph.testing",
     "orch_otel.integrations.autogen",

@@ -38,6 +38,7 @@ from .recorder import Recorder, get_recorder, set_recorder
 from .redaction import redact_secrets
 from .replaying import areplay, replay
 from .spans import SpanRecord
+from .timeline import view
 from .vocabulary import Attr, DecisionKind, EdgeKind, EventKind, StopReason
 
 __all__ = [
@@ -71,5 +72,6 @@ __all__ = [
     "stop",
     "tool",
     "uninstrument",
+    "view",
     "workflow",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from .._version import __version__
 from .options import EXIT_USAGE
 
-COMMANDS = ("demo", "validate", "show", "convert", "dataset", "replay", "spool", "schema")
+COMMANDS = ("demo", "validate", "show", "view", "convert", "dataset", "replay", "spool", "schema")
 # What the [cli] extra installs (pyproject.toml): a bare `pip install orch-otel` has
 # none of these, and the command then says which extra to add instead of a traceback.
 CLI_EXTRA_MODULES = frozenset({"rich", "pydantic", "pydantic_core", "jsonschema", "jsonschema_rs", "zstandard"})

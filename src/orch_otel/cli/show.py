@@ -18,7 +18,7 @@ from .render import summary, tree
 _LISTED = 20  # trace ids listed when a path holds several
 
 
-def run_show(path: str, trace_id: str | None) -> int:
+def run_show(path: str, trace_id: str | None, listing: bool = False) -> int:
     console = Console()
     chosen: tuple[Path, int, dict[str, Any]] | None = None
     ids: list[str] = []
@@ -36,6 +36,8 @@ def run_show(path: str, trace_id: str | None) -> int:
             ids.append(this)
             if chosen is None and (trace_id is None or this == trace_id):
                 chosen = (file, line.lineno, line.trace)
+    if listing:
+        return _list(path, skipped)
     if chosen is None:
         where = f"no trace with id {trace_id}" if trace_id else "no trace"
         print(f"orch-otel show: {where} in {path}" + (f"; its traces: {_listing(ids)}" if ids else ""), file=sys.stderr)
@@ -54,6 +56,26 @@ def run_show(path: str, trace_id: str | None) -> int:
     return EXIT_OK
 
 
+def _list(path: str, skipped: int) -> int:
+    """Every trace in ``path``: one tab-separated line each (id, task, topology, events, stop reason), ids whole."""
+    rows = []
+    for file in trace_files([path]):
+        for line in read_lines(file):
+            trace = line.trace
+            if trace is None or not isinstance(trace.get("events"), list):
+                continue
+            stops = [e for e in trace["events"] if isinstance(e, dict) and e.get("decision") == "stop"]
+            reason = str(stops[-1].get("reason", "?")) if stops else "none recorded"
+            rows.append("\t".join((str(trace.get("trace_id")), str(trace.get("task_id")), str(trace.get("topology") or "unknown"),
+                                   str(len(trace["events"])), reason)))
+    if not rows:
+        print(f"orch-otel show: no trace in {path}", file=sys.stderr)
+        return EXIT_INVALID if skipped else EXIT_USAGE
+    print("\t".join(("trace_id", "task_id", "topology", "events", "stop_reason")))
+    print("\n".join(rows))
+    return EXIT_OK
+
+
 def _listing(ids: list[str]) -> str:
     shown = ", ".join(ids[:_LISTED])
     return shown + (f" ... and {len(ids) - _LISTED} more" if len(ids) > _LISTED else "")
@@ -66,7 +88,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a trace file or directory")
     p.add_argument("--trace-id", default=None,
                    help="which trace (default: the first; the others' ids are listed)")
+    p.add_argument("--list", action="store_true", dest="listing",
+                   help="list every trace in PATH, one tab-separated line each "
+                   "(id, task, topology, events, stop reason), instead of showing one")
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_show(args.path, args.trace_id)
+    return run_show(args.path, args.trace_id, args.listing)
