@@ -170,9 +170,12 @@ def group_only(path: Path, out: Path) -> dict:
 
 
 def convert(path: Path, out: Path, **options: Any) -> dict:
+    """As ``orch-otel convert`` runs it: the command tunes its own process's GC (the library does not)."""
     from orch_otel.offline import Options, convert_inputs
+    from orch_otel.offline.local import rare_collections
 
-    return convert_inputs([path], out, options=Options(**options)).as_dict()
+    with rare_collections():
+        return convert_inputs([path], out, options=Options(**options)).as_dict()
 
 
 JOBS = os.cpu_count() or 1

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
+from ..offline.local import rare_collections
 from ..offline.outputs import EXIT_NO_INPUT, ConvertSummary, Options, quarantine_path
 from ..offline.pipeline import convert_inputs
 from ..offline.readers import FORMATS_READ
@@ -54,7 +55,7 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
     options = Options(max_open_traces=max_open_traces, linger=linger, max_spans_per_trace=max_spans_per_trace, check=check,
                       jobs=jobs)
     try:
-        with bar:
+        with bar, rare_collections():  # the command owns its process; the library leaves a host's GC alone
             summary = convert_inputs(inputs, out, engine=engine, address=address, options=options, quarantine=quarantine,
                                      on_problem=on_problem, on_bytes=on_bytes, on_files=on_files)
     except (ImportError, RuntimeError, ValueError, OSError) as exc:  # setup errors (no Ray, bad address, unwritable OUT)

@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .local import run_local
+from .local import rare_collections, run_local
 from .outputs import ConvertSummary, Options, Outputs
 
 
@@ -50,7 +50,8 @@ def _job(job: int, jobs: int, files: list[str], part: str, options: Options, res
         outputs = Outputs(Path(part))
         on_bytes = (lambda path, n: progress.put((str(path), n))) if progress is not None else None
         try:
-            run_local([Path(f) for f in files], outputs, options, summary, on_bytes, shard=(job, jobs))
+            with rare_collections():  # this process is the job's own: its GC is ours to tune
+                run_local([Path(f) for f in files], outputs, options, summary, on_bytes, shard=(job, jobs))
         except BaseException:
             outputs.discard()
             raise

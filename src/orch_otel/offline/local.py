@@ -21,7 +21,11 @@ def rare_collections() -> Iterator[None]:
     """Run the cyclic garbage collector rarely for a while. The assembler keeps up
     to ``linger`` spans alive, and at the default thresholds the collector walks
     them over and over (a quarter of a conversion's CPU). Conversion makes
-    almost no reference cycles, so memory stays bounded all the same."""
+    almost no reference cycles, so memory stays bounded all the same.
+
+    The threshold is the whole process's, so only processes that orch-otel
+    owns use this: the ``orch-otel convert`` command and the ``--jobs``
+    workers. :func:`run_local` called from a host's code leaves its GC alone."""
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], 100_000), max(old[1], 50), max(old[2], 50))
     try:
@@ -34,9 +38,9 @@ def run_local(files: Iterable[Path], outputs: Outputs, options: Options, summary
               on_bytes: Callable[[Path, int], None] | None = None, *, shard: tuple[int, int] | None = None) -> None:
     """The local engine. ``shard=(k, n)``: this is job ``k`` of ``n`` (see
     :mod:`orch_otel.offline.jobs`); it keeps only the traces that job owns and
-    reports only its share of the problems found in the input."""
-    with rare_collections():
-        _run_local(files, outputs, options, summary, on_bytes, shard)
+    reports only its share of the problems found in the input. The garbage
+    collector's settings are the caller's (see :func:`rare_collections`)."""
+    _run_local(files, outputs, options, summary, on_bytes, shard)
 
 
 def owner(trace_id: str, jobs: int) -> int:
