@@ -1,6 +1,6 @@
 """A recorded run as a script of answers: every model reply and tool result
 of its trace, in order, with the request each answered; and the server that
-hands them out while the app runs again (``integrations/_serving.Server``).
+hands them out while the app runs again (``orch_otel._serving.Server``).
 
 A model call is answered by the first unused recorded call whose request
 (the prompt's content ref) is the same, so parallel branches that start in

@@ -1,6 +1,6 @@
 """Replay of an AutoGen agentchat team or agent: feed a recorded run's task
 again, and answer its model and tool calls from the recording
-(``integrations/_serving.py``).
+(``orch_otel._serving``).
 
 The seams are the instrumentation's own wrappers of ``ChatCompletionClient``
 ``create`` / ``create_stream`` and ``BaseTool.run_json`` (``_served.py``):

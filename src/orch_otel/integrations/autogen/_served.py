@@ -1,5 +1,5 @@
 """The replay seam inside the AutoGen wrappers: while a replay is active
-(``integrations/_serving.py``), a model or tool call is answered from the
+(``orch_otel._serving``), a model or tool call is answered from the
 recording, inside the span the wrapper records for it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Replay of a LangGraph app: feed a recorded run's input again, and answer
-its model and tool calls from the recording (``integrations/_serving.py``).
+its model and tool calls from the recording (``orch_otel._serving``).
 
 Seams, patched only while a replay runs and undone after it:
 
