@@ -60,35 +60,44 @@ class _Traced:
             return _marked(functools.wraps(fn)(_async_generator_wrapper(fn, factory)))
         if inspect.isgeneratorfunction(fn):
             return _marked(functools.wraps(fn)(_generator_wrapper(fn, factory)))
-        if inspect.iscoroutinefunction(fn):
+        return _call_wrapper(fn, lambda args, kwargs: _begin(factory, fn, args, kwargs), serve,
+                             lambda invocation, result, served: _finish(invocation, None, result))
 
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                invocation = _begin(factory, fn, args, kwargs)
-                try:
-                    served = _served(serve, invocation)
-                    result = await fn(*args, **kwargs) if served is None else served.output
-                except BaseException as exc:
-                    _finish(invocation, exc)
-                    raise
-                _finish(invocation, None, result)
-                return result
 
-            return _marked(async_wrapper)
+def _call_wrapper(fn: F, begin: Callable[[tuple, dict], Any], serve: Serve | None,
+                  done: Callable[[Any, Any, Served | None], None]) -> F:
+    """``fn`` (sync or async) in one invocation per call: ``begin(args, kwargs)``
+    starts it, a replay's answer (``serve``) replaces the call, ``done(invocation,
+    result, served)`` records the result; an exception fails the invocation."""
+    if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            invocation = _begin(factory, fn, args, kwargs)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            invocation = begin(args, kwargs)
             try:
                 served = _served(serve, invocation)
-                result = fn(*args, **kwargs) if served is None else served.output
+                result = await fn(*args, **kwargs) if served is None else served.output
             except BaseException as exc:
                 _finish(invocation, exc)
                 raise
-            _finish(invocation, None, result)
+            done(invocation, result, served)
             return result
 
-        return _marked(wrapper)
+        return _marked(async_wrapper)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        invocation = begin(args, kwargs)
+        try:
+            served = _served(serve, invocation)
+            result = fn(*args, **kwargs) if served is None else served.output
+        except BaseException as exc:
+            _finish(invocation, exc)
+            raise
+        done(invocation, result, served)
+        return result
+
+    return _marked(wrapper)
 
 
 TRACED = "__orch_otel_traced__"  # set on every function these decorators wrap: replay knows them by it
@@ -353,35 +362,7 @@ class _LLMCall:
                 return None
             return invocation
 
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                invocation = begin(args, kwargs)
-                try:
-                    served = _served(_serve_model, invocation)
-                    reply = await fn(*args, **kwargs) if served is None else served.output
-                except BaseException as exc:
-                    _finish(invocation, exc)
-                    raise
-                _reply(invocation, reply, served)
-                return reply
-
-            return _marked(async_wrapper)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            invocation = begin(args, kwargs)
-            try:
-                served = _served(_serve_model, invocation)
-                reply = fn(*args, **kwargs) if served is None else served.output
-            except BaseException as exc:
-                _finish(invocation, exc)
-                raise
-            _reply(invocation, reply, served)
-            return reply
-
-        return _marked(wrapper)
+        return _call_wrapper(fn, begin, _serve_model, _reply)
 
 
 def _serve_model(invocation: Invocation) -> Served | None:
