@@ -58,6 +58,7 @@ def load(paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Every trace in ``paths`` (files or directories) and the contents beside them."""
     traces: list[dict[str, Any]] = []
     contents: dict[str, str] = {}
+    folders: set[Path] = set()
     for file in trace_files(paths):
         if not file.is_file():
             raise UsageError(f"{file}: no such file")
@@ -66,10 +67,11 @@ def load(paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
                 print(f"{file}:{line.lineno}: skipped: {line.error or 'not a trace (no events)'}", file=sys.stderr)
                 continue
             traces.append(line.trace)
-        contents.update(load_contents(file.parent))
-    for path in paths:
-        if Path(path).is_dir():
-            contents.update(load_contents(path))
+        folders.add(file.parent)
+    folders.update(Path(path) for path in paths if Path(path).is_dir())
+    for folder in sorted(folders):  # each folder's content store read once, not once per trace file
+        if not any(parent in folders for parent in folder.parents):  # load_contents reads subfolders too
+            contents.update(load_contents(folder))
     return traces, contents
 
 
