@@ -13,13 +13,12 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from ..replaying import ForkError, MissingContent, ReplayError, ReplayResult, options_at, replay
-from ..tracefiles import TraceWriter, load_contents, read_lines, trace_files
+from ..tracefiles import TraceWriter, content_dirs, load_contents, read_lines, trace_files
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 DEFAULT_OUT = "orch-replays"
@@ -58,7 +57,6 @@ def load(paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Every trace in ``paths`` (files or directories) and the contents beside them."""
     traces: list[dict[str, Any]] = []
     contents: dict[str, str] = {}
-    folders: set[Path] = set()
     for file in trace_files(paths):
         if not file.is_file():
             raise UsageError(f"{file}: no such file")
@@ -67,11 +65,8 @@ def load(paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
                 print(f"{file}:{line.lineno}: skipped: {line.error or 'not a trace (no events)'}", file=sys.stderr)
                 continue
             traces.append(line.trace)
-        folders.add(file.parent)
-    folders.update(Path(path) for path in paths if Path(path).is_dir())
-    for folder in sorted(folders):  # each folder's content store read once, not once per trace file
-        if not any(parent in folders for parent in folder.parents):  # load_contents reads subfolders too
-            contents.update(load_contents(folder))
+    for folder in content_dirs(paths):  # the content stores that go with the inputs, each read once
+        contents.update(load_contents(folder))
     return traces, contents
 
 
