@@ -35,7 +35,7 @@ def run_json(recorder: Recorder) -> Callable[..., Any]:
             telemetry_failed("tool start")
             return await wrapped(*args, **kwargs)
         with inv:  # fails it on an exception (re-raised untouched), else ends it
-            served = served_tool(inv.span, instance.name, arg(args, kwargs, 2, "call_id"))
+            served = served_tool(inv.span)  # outside a replay: one context-variable read
             result = await wrapped(*args, **kwargs) if served is None else served.output
             inv.set_result(result)
         return result

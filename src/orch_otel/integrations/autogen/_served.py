@@ -27,12 +27,14 @@ def served_model(span: Any) -> Served | None:
                                   model=attributes.get(Attr.REQUEST_MODEL)))
 
 
-def served_tool(span: Any, name: str, call_id: str | None) -> Served | None:
+def served_tool(span: Any) -> Served | None:
+    """The recorded result for the tool call ``span`` records, when a replay is active."""
     server = ACTIVE.get()
     if server is None:
         return None
     attributes = getattr(span, "attributes", None) or {}
-    return server.tool(ToolCall(name=name, call_id=call_id, args_ref=attributes.get(Attr.INPUT_REF)))
+    return server.tool(ToolCall(name=str(attributes.get(Attr.TOOL_NAME)), call_id=attributes.get(Attr.TOOL_CALL_ID),
+                                args_ref=attributes.get(Attr.INPUT_REF)))
 
 
 def create_result(served: Served) -> CreateResult:
