@@ -66,6 +66,7 @@ def test_cli_reports_and_quarantines_bad_records_and_converts_the_rest(tmp_path,
         f"1 trace(s) (0 incomplete) from 2 span(s) in 2 file(s) -> {out}",
         "duplicates dropped: 0; quarantined: 1 span(s) (late 0, conflicting 0, in 0 unconvertible trace(s)) "
         f"and 3 bad record(s) -> {out}.quarantine",
+        "traces by source: orch-otel 1",  # the spans have no scope name: read as orch-otel's own
     ]
     (trace,) = written(out)
     check_trace(trace)

@@ -76,11 +76,13 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
 
 def _print_summary(console: Console, s: ConvertSummary, out: str, quarantine: str | None) -> None:
     q = quarantine or str(quarantine_path(Path(out)))
+    by_source = ", ".join(f"{name} {n}" for name, n in sorted(s.sources.items()))
     console.print(
         f"{s.traces} trace(s) ({s.incomplete} incomplete) from {s.spans} span(s) in {s.files} file(s) -> {out}\n"
         f"duplicates dropped: {s.duplicates}; quarantined: {s.quarantined_spans} span(s) "
         f"(late {s.late}, conflicting {s.conflicts}, in {s.failed_traces} unconvertible trace(s)) "
-        f"and {s.bad_records} bad record(s)" + (f" -> {q}" if s.quarantined_spans or s.bad_records else ""),
+        f"and {s.bad_records} bad record(s)" + (f" -> {q}" if s.quarantined_spans or s.bad_records else "")
+        + (f"\ntraces by source: {by_source}" if by_source else ""),
         soft_wrap=True, markup=False,
     )
 

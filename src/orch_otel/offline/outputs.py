@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from .._jsonvalues import unwritable
 from ..converter import convert
 from ..spans import SpanRecord
 from ..tracefiles import ContentWriter, Quarantine
+from ._sources import trace_source
 from .records import Problem
 
 EXIT_OK, EXIT_QUARANTINED, EXIT_NO_INPUT = 0, 1, 2
@@ -66,6 +68,7 @@ class ConvertSummary:
     late: int = 0
     conflicts: int = 0
     failed_traces: int = 0  # traces whose spans were quarantined because conversion failed
+    sources: Counter[str] = field(default_factory=Counter)  # traces written, by the instrumentation that wrote them
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -80,7 +83,9 @@ class ConvertSummary:
     def merge(self, job: ConvertSummary) -> None:
         """Add one job's counts (``--jobs``); files are counted once, by the caller."""
         for key, value in job.as_dict().items():
-            if key != "files":
+            if key == "sources":
+                self.sources.update(value)
+            elif key != "files":
                 setattr(self, key, getattr(self, key) + value)
         self.warnings.extend(job.warnings)
 
@@ -204,6 +209,7 @@ class Converted:
     incomplete: bool = False
     problems: list[Problem] = field(default_factory=list)
     warning: str | None = None
+    source: str = ""  # the instrumentation that wrote the spans (offline/_sources.py)
 
 
 def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, check: bool) -> Converted:
@@ -230,6 +236,7 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
         result.warning = f"trace {trace_id}: " + "; ".join(conversion.problems)
     result.contents = conversion.contents
     result.incomplete = conversion.incomplete
+    result.source = trace_source(spans.values())
     return result
 
 
@@ -245,5 +252,7 @@ def record_converted(result: Converted, outputs: Outputs, summary: ConvertSummar
     summary.traces += 1
     summary.converted_spans += result.spans
     summary.incomplete += result.incomplete
+    if result.source:
+        summary.sources[result.source] += 1
 
 

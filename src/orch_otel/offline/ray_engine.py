@@ -71,7 +71,7 @@ def _convert_group(check: bool) -> Callable[[Any], Any]:
             "spans": [result.spans], "incomplete": [result.incomplete], "duplicates": [duplicates],
             "conflicts": [conflicts], "conflict_problems": [json_bytes(conflict_problems)],
             "failed": [json_bytes([p.to_json() for p in result.problems])],
-            "warning": [result.warning or ""],
+            "warning": [result.warning or ""], "source": [result.source],
         })
 
     return run
@@ -106,7 +106,8 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Conv
             summary.duplicates += row["duplicates"]
             summary.conflicts += row["conflicts"]
             result = Converted(row["trace_id"], line=row["line"] or None, contents=orjson.loads(row["contents"]),
-                               spans=row["spans"], incomplete=bool(row["incomplete"]), warning=row["warning"] or None)
+                               spans=row["spans"], incomplete=bool(row["incomplete"]), warning=row["warning"] or None,
+                               source=row["source"])
             for data in orjson.loads(row["conflict_problems"]):
                 _quarantine(outputs, summary, data)
             result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)
