@@ -30,7 +30,7 @@ from .report import write_report
 from .results import dump_results, load_results, smoke_check
 from .suites import PEERS
 
-PARTS = ("langgraph", "autogen", "memory", "breakdown", "convert", "datasets", "replay")
+PARTS = ("langgraph", "autogen", "memory", "breakdown", "convert", "foreign", "datasets", "replay")
 
 
 def _log(msg: str) -> None:
@@ -53,6 +53,8 @@ EXTERNAL = {
     # traces), so 1x and 10x compare like for like.
     "convert": ("benchmarks.bench_convert", ["--spans", "1000000", "--rss-spans", "200000"],
                 ["--spans", "3000", "--rss-spans", "500", "--open-traces", "10", "--rounds", "1"]),
+    # the peers' spans of the fixture apps against orch-otel's own spans of the same runs
+    "foreign": ("benchmarks.bench_foreign", ["--spans", "100000"], ["--spans", "2000", "--rounds", "1"]),
     "datasets": ("benchmarks.bench_datasets", ["--traces", "5000"], ["--traces", "200"]),
     "replay": ("benchmarks.bench_replay", ["--runs", "40"], ["--runs", "2"]),
 }
@@ -67,7 +69,7 @@ def run_external(part: str, smoke: bool) -> dict[str, Any]:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"orch-bench-{part}-") as tmp:
         raw = Path(tmp) / "figures.json"
-        extra = ["--dir", tmp, "--json", str(raw)] if part == "convert" else []
+        extra = ["--dir", tmp, "--json", str(raw)] if part in ("convert", "foreign") else []
         proc = subprocess.run([*cmd, *extra], cwd=REPO, check=False, capture_output=True, text=True, timeout=1800)
         figures = json.loads(raw.read_text()) if raw.exists() else None
     if proc.returncode != 0:
@@ -104,7 +106,7 @@ def measure(parts: set[str], *, smoke: bool, rounds: int | None, runs: int | Non
     if "breakdown" in parts:
         _log("where orch-otel's time goes")
         results["breakdown"] = run_breakdowns(2 if smoke else 40, log=_log)
-    for part in ("convert", "datasets", "replay"):
+    for part in ("convert", "foreign", "datasets", "replay"):
         if part in parts:
             _log(f"{part} benchmark")
             results[part] = run_external(part, smoke)

@@ -16,6 +16,7 @@ from .capture import REPO, CaptureResult, added_ms, fmt_range, med
 from .suites import LABELS, PACKAGES
 
 EXTERNAL_TITLES = (("convert", "Conversion (offline logs to replayable traces)"),
+                   ("foreign", "Foreign logs against orch-otel's own, per span (docs/foreign-logs.md)"),
                    ("datasets", "Datasets (replayable traces to RL datasets)"),
                    ("replay", "Replay against the original run (same fake models)"))
 
@@ -174,6 +175,9 @@ def _summary_section(results: dict[str, Any], summary: dict[str, Any]) -> list[s
         rows += _memory_rows(results["memory"], summary)
     if conv:
         rows += _convert_rows(conv, summary)
+    foreign = (results.get("foreign") or {}).get("figures")
+    if foreign:
+        rows += _foreign_rows(foreign, summary)
     if not rows:
         return []
     return ["## Summary against the targets", "", "| what | target | measured (medians) | met |", "|---|---|---|---|",
@@ -251,6 +255,16 @@ def _convert_rows(conv: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     summary["convert.rss_10x_over_1x"] = _ratio(ten, one)
     rows.append(f"| Offline conversion: peak RSS, 10x input ÷ 1x, same traces open | flat (≤ 1.25x) | "
                 f"{ten:.0f} MiB ÷ {one:.0f} MiB = **{_ratio(ten, one):.2f}x** | {_ok(_ratio(ten, one) <= 1.25)} |")
+    return rows
+
+
+def _foreign_rows(figures: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    rows: list[str] = []
+    for r in figures["rows"]:
+        summary[f"foreign.{r['input']}.ratio"] = r["ratio"]
+        rows.append(f"| Foreign conversion, {r['input']}: CPU per span ÷ native's, same app | ≤ 1.5 | "
+                    f"{r['foreign_us_per_span']:.1f} µs ÷ {r['native_us_per_span']:.1f} µs = **{r['ratio']:.2f}** | "
+                    f"{_ok(r['ratio'] <= 1.5)} |")
     return rows
 
 

@@ -72,6 +72,9 @@ def smoke_check(results: dict[str, Any]) -> list[str]:
     conv = results.get("convert")
     if conv is not None and not conv.get("missing") and not ((conv.get("figures") or {}).get("summary") or {}).get("traces"):
         problems.append("convert: no trace was converted")
+    foreign = results.get("foreign")
+    if foreign is not None and not (foreign.get("figures") or {}).get("rows"):
+        problems.append("foreign: no foreign input was converted")
     bd = results.get("breakdown")
     if bd is not None and not all(d["rows"] for d in bd.values()):
         problems.append("breakdown: no orch-otel function was timed")

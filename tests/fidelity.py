@@ -111,10 +111,11 @@ def fidelity_errors(trace: dict[str, Any], truth: Truth) -> list[str]:
 
     got_tools = Counter((e["agent"], e["tool"], e.get("call_id")) for e in events if e["type"] == "tool_call")
     if got_tools != Counter(truth.tool_calls):
-        errors.append(f"tool calls: expected {sorted(truth.tool_calls)}, got {sorted(got_tools.elements())}")
+        errors.append(f"tool calls: expected {sorted(truth.tool_calls)}, got {sorted(got_tools.elements(), key=str)}")
     results = Counter(e.get("call_id") for e in events if e["type"] == "tool_result")
     if results != Counter(c for _, _, c in truth.tool_calls):
-        errors.append(f"tool results by call id: expected {sorted(c for _, _, c in truth.tool_calls)}, got {sorted(results.elements())}")
+        want = sorted(c for _, _, c in truth.tool_calls)
+        errors.append(f"tool results by call id: expected {want}, got {sorted(results.elements(), key=str)}")
 
     got_aggregates = [(e["agent"], Counter(e.get("sources") or [])) for e in events if e["type"] == "aggregate"]
     want_aggregates = [(a.by, Counter(a.sources)) for a in truth.aggregates]

@@ -189,6 +189,8 @@ class Attr:
     OUTCOME = "orch.outcome"  # ok | error | cancelled | interrupted | handoff
     RESUME_OF = "orch.resume.of_trace_id"
     SAFETY_KIND = "orch.safety.kind"
+    IMPLIED = "orch.implied"  # on a decision, message or aggregate event: inferred from a foreign log, not recorded
+    RECORDED_BY = "orch.recorded_by"  # on a foreign log's rewritten root: the instrumentation that wrote it
 
 
 class SpanEvent:

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
+from ..foreign import SOURCES
 from ..offline.local import rare_collections
 from ..offline.outputs import EXIT_NO_INPUT, ConvertSummary, Options, quarantine_path
 from ..offline.pipeline import convert_inputs
@@ -28,7 +29,8 @@ from .options import at_least
 def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: str | None = None,
                 quarantine: str | None = None, max_open_traces: int = 10_000, linger: int = 50_000,
                 max_spans_per_trace: int = 100_000, check: bool = False, max_errors: int = 100,
-                progress: bool | None = None, jobs: int = 1) -> int:
+                progress: bool | None = None, jobs: int = 1, source: str = "auto",
+                capture_content: bool = False) -> int:
     err = Console(stderr=True, highlight=False)
     shown = 0
 
@@ -53,7 +55,7 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
             bar.update(tasks[0], completed=sum(done.values()))
 
     options = Options(max_open_traces=max_open_traces, linger=linger, max_spans_per_trace=max_spans_per_trace, check=check,
-                      jobs=jobs)
+                      jobs=jobs, source=source, capture_content=capture_content)
     try:
         with bar, rare_collections():  # the command owns its process; the library leaves a host's GC alone
             summary = convert_inputs(inputs, out, engine=engine, address=address, options=options, quarantine=quarantine,
@@ -82,7 +84,9 @@ def _print_summary(console: Console, s: ConvertSummary, out: str, quarantine: st
         f"duplicates dropped: {s.duplicates}; quarantined: {s.quarantined_spans} span(s) "
         f"(late {s.late}, conflicting {s.conflicts}, in {s.failed_traces} unconvertible trace(s)) "
         f"and {s.bad_records} bad record(s)" + (f" -> {q}" if s.quarantined_spans or s.bad_records else "")
-        + (f"\ntraces by source: {by_source}" if by_source else ""),
+        + (f"\ntraces by source: {by_source}" if by_source else "")
+        + (f"\nagent definitions (create_agent only, not runs) not written: {s.definitions} trace(s), "
+           f"{s.definition_spans} span(s)" if s.definitions else ""),
         soft_wrap=True, markup=False,
     )
 
@@ -106,6 +110,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="local engine: convert in N processes, each keeping its share of the traces (0: one per core; "
                    "default 1). Faster with spare cores; problems are printed at the end")
+    p.add_argument("--source", choices=SOURCES, default="auto",
+                   help="the instrumentation that wrote the spans (default auto: detected per trace by its scopes)")
+    p.add_argument("--capture-content", action="store_true",
+                   help="keep the message and tool content a foreign log carries, redacted (default: dropped)")
     p.add_argument("--check", action="store_true", help="validate each trace (schema + contract); invalid ones are quarantined")
     p.add_argument("--max-errors", type=at_least(0), default=100, metavar="N",
                    help="problems printed to stderr (0: all; default 100)")
@@ -115,4 +123,4 @@ def run(args: argparse.Namespace) -> int:
     return run_convert(args.inputs, args.output, engine=args.engine, address=args.address, quarantine=args.quarantine,
                        max_open_traces=args.max_open_traces, linger=args.linger,
                        max_spans_per_trace=args.max_spans_per_trace, check=args.check, max_errors=args.max_errors,
-                       jobs=args.jobs)
+                       jobs=args.jobs, source=args.source, capture_content=args.capture_content)

@@ -69,6 +69,9 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
     run_input = roots_first[0].attributes.get(Attr.INPUT_REF)
     if run_input and roots_first[0].span_id in b.scopes:  # the run's input, on the trace's first event
         events[0]["run_input_ref"] = str(run_input)
+    recorded_by = roots_first[0].attributes.get(Attr.RECORDED_BY)
+    if recorded_by:  # a foreign log: which instrumentation wrote it, on the first event (the trace has no free field)
+        events[0]["recorded_by"] = str(recorded_by)
     trace: dict[str, Any] = {
         "trace_id": trace_id,
         "task_id": _first_attr(roots_first, Attr.TASK_ID) or _first_attr(roots_first, Attr.CONVERSATION_ID) or trace_id,

@@ -50,6 +50,7 @@ from ._values import (
     _list,
     _number,
     _put,
+    _put_implied,
     _put_text,
     _seconds,
     _status,
@@ -264,9 +265,11 @@ class _Builder:
                 self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
             _put_text(data, "source", attrs.get(Attr.STOP_SOURCE))
-            if decision == _D_STOP:
+            if decision == _D_STOP and (Attr.STOP_FORCED in attrs or reason != "unspecified"):
+                # a stop of unknown reason (a foreign log's) is neither forced nor chosen: left out
                 data["forced"] = attrs.get(Attr.STOP_FORCED) is True or reason in FORCED_STOP_REASONS
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put_implied(data, attrs)
             status = _S_ERROR if reason == _R_ERROR else _S_OK
             self._add(event.time_ns, span, data, scope, status)
             if decision == _D_STOP:
@@ -289,6 +292,7 @@ class _Builder:
             _put(data, "recipients", recipients)
             _put_text(data, "message_type", attrs.get(Attr.MESSAGE_TYPE))
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put_implied(data, attrs)
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.AGGREGATE:
@@ -297,6 +301,7 @@ class _Builder:
             if Attr.SOURCES in attrs:
                 data["sources"] = _list(attrs.get(Attr.SOURCES))
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
+            _put_implied(data, attrs)
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.HUMAN_INTERVENTION:

@@ -5,10 +5,11 @@ type (offline data may carry anything)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..spans import SpanRecord
-from ..vocabulary import Channel, DecisionKind, EventKind, Operation, Status, StopReason
+from ..vocabulary import Attr, Channel, DecisionKind, EventKind, Operation, Status, StopReason
 
 DEFAULT_ACTOR = "orchestrator"
 # Plain strings for the hot loops: an enum's .value is a descriptor call each time.
@@ -70,6 +71,12 @@ def _put_text(data: dict[str, Any], key: str, value: Any) -> None:
     """``data[key]`` = the attribute as text, unless it is absent or empty."""
     if value is not None and value != "":
         data[key] = value if type(value) is str else str(value)
+
+
+def _put_implied(data: dict[str, Any], attrs: Mapping[str, Any]) -> None:
+    """A foreign log's inferred event says so (``implied``), as the converter's own inferences do."""
+    if attrs.get(Attr.IMPLIED) is True:
+        data["implied"] = True
 
 
 def _text(value: Any) -> str | None:

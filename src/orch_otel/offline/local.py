@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._assembly import CONFLICT, DUPLICATE, LATE, StreamAssembler
+from ..foreign import AUTOGEN, RunPool
 from ..spans import SpanRecord
 from .outputs import ConvertSummary, Options, Outputs, convert_one, record_converted
 from .readers import read_file
@@ -55,10 +56,16 @@ def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summar
     add, released, check = asm.add, asm.released, options.check
     job, jobs = shard or (0, 1)
     keep = (lambda trace_id: owner(trace_id, jobs) == job) if jobs > 1 else None
+    # AutoGen's runtime splits a run over many traces: one process sees them all only without --jobs
+    pool = RunPool() if jobs == 1 and options.source in ("auto", AUTOGEN) else None
+
+    def convert(batch: Iterable) -> None:
+        for r in batch:
+            record_converted(convert_one(r.trace_id, r.spans, r.complete, check, options), outputs, summary)
 
     def flush() -> None:
         for r in released:
-            record_converted(convert_one(r.trace_id, r.spans, r.complete, check), outputs, summary)
+            convert(pool.offer(r) if pool is not None else (r,))
         released.clear()
 
     for path in files:
@@ -81,6 +88,8 @@ def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summar
                 flush()
     asm.drain()
     flush()
+    if pool is not None:
+        convert(pool.drain())
 
 
 def _unadded(outcome: int, span: SpanRecord, where: str, outputs: Outputs, summary: ConvertSummary) -> None:

@@ -34,10 +34,11 @@ from typing import IO, Any
 import orjson
 
 from .._jsonvalues import unwritable
+from ..content import ContentPolicy, Redactor
 from ..converter import convert
+from ..foreign import MIXED, is_definition, map_trace, source_of
 from ..spans import SpanRecord
 from ..tracefiles import ContentWriter, Quarantine
-from ._sources import trace_source
 from .records import Problem
 
 EXIT_OK, EXIT_QUARANTINED, EXIT_NO_INPUT = 0, 1, 2
@@ -51,6 +52,9 @@ class Options:
     remember_closed: int = 10_000
     check: bool = False  # validate each trace against the schema and contract; invalid -> quarantine
     jobs: int = 1  # local engine processes (offline/jobs.py); 0: one per CPU core
+    source: str = "auto"  # which instrumentation wrote the spans (foreign.SOURCES); auto: detected per trace
+    capture_content: bool = False  # keep the content a foreign log carries (redacted); off: dropped
+    redactors: tuple[Redactor, ...] | None = None  # with capture_content: instead of the default secret redactor
 
 
 @dataclass
@@ -68,6 +72,8 @@ class ConvertSummary:
     late: int = 0
     conflicts: int = 0
     failed_traces: int = 0  # traces whose spans were quarantined because conversion failed
+    definitions: int = 0  # traces that only define agents (create_agent), not runs: counted, not written
+    definition_spans: int = 0  # their spans: spans = converted + definition + quarantined spans + duplicates
     sources: Counter[str] = field(default_factory=Counter)  # traces written, by the instrumentation that wrote them
     warnings: list[str] = field(default_factory=list)
 
@@ -209,15 +215,40 @@ class Converted:
     incomplete: bool = False
     problems: list[Problem] = field(default_factory=list)
     warning: str | None = None
-    source: str = ""  # the instrumentation that wrote the spans (offline/_sources.py)
+    source: str = ""  # the instrumentation that wrote the spans (foreign/sources.py)
+    definition: bool = False  # only agent definitions, no run: not written
 
 
-def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, check: bool) -> Converted:
-    """Convert one assembled trace; never raises (a failure quarantines its spans)."""
+_POLICIES: dict[tuple[bool, tuple[Redactor, ...] | None], ContentPolicy] = {}
+
+
+def _content_policy(options: Options | None) -> ContentPolicy:
+    """The policy for a foreign log's content, one per process and options:
+    the environment's hash key and size limit, the options' redactors."""
+    key = (options.capture_content, options.redactors) if options else (False, None)
+    policy = _POLICIES.get(key)
+    if policy is None:
+        if len(_POLICIES) > 64:  # options made anew per call with fresh redactors cannot grow it without bound
+            _POLICIES.clear()
+        policy = _POLICIES[key] = ContentPolicy.from_env(capture=key[0], redactors=key[1], record_for_replay=False)
+    return policy
+
+
+def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, check: bool,
+                options: Options | None = None) -> Converted:
+    """Convert one assembled trace, read as the instrumentation that wrote it
+    (``options.source``); never raises (a failure quarantines its spans)."""
     result = Converted(trace_id, spans=len(spans))
     conversion = None
+    records = list(spans.values())
     try:
-        conversion = convert(spans.values(), complete=complete)
+        result.source, read_as = source_of(records, options.source if options else "auto")
+        if is_definition(records):
+            result.definition = True
+            return result
+        mapping_notes: list[str] = []
+        records = map_trace(records, read_as, _content_policy(options), mapping_notes)
+        conversion = convert(records, complete=complete)
         trace = conversion.trace
         if check:
             from .._validation import trace_errors  # the schema validators load only for --check
@@ -232,17 +263,23 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
                   f"trace could not be converted: {type(exc).__name__}: {exc}")
         result.problems = [Problem(f"trace {trace_id}", reason, span=s, is_span=True) for s in spans.values()]
         return result
-    if conversion.problems:  # cycles broken, data left out or repaired: reported, not silent
-        result.warning = f"trace {trace_id}: " + "; ".join(conversion.problems)
+    notes = mapping_notes + conversion.problems  # cycles broken, data left out or repaired: reported, not silent
+    if result.source == MIXED:
+        notes.insert(0, f"spans of several instrumentations, read as {read_as}'s (the others' as plain spans)")
+    if notes:
+        result.warning = f"trace {trace_id}: " + "; ".join(notes)
     result.contents = conversion.contents
     result.incomplete = conversion.incomplete
-    result.source = trace_source(spans.values())
     return result
 
 
 def record_converted(result: Converted, outputs: Outputs, summary: ConvertSummary) -> None:
     if result.warning:
         summary.warnings.append(result.warning)
+    if result.definition:
+        summary.definitions += 1
+        summary.definition_spans += result.spans
+        return
     if result.line is None:
         summary.failed_traces += 1
         for problem in result.problems:

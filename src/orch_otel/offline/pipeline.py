@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..foreign import AUTOGEN
 from .jobs import job_count, run_jobs
 from .local import run_local
 from .outputs import EXIT_NO_INPUT, ConvertSummary, Options, Outputs
@@ -52,6 +53,11 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
             run_jobs(files, outputs, options, summary, on_bytes)
         else:
             run_local(files, outputs, options, summary, on_bytes)
+        if (engine == "ray" or jobs > 1) and summary.sources.get(AUTOGEN, 0) > 1:
+            summary.warnings.append(
+                f"{summary.sources[AUTOGEN]} AutoGen runtime traces written as they are: its runs are "
+                "stitched back into one trace each only by the local engine without --jobs "
+                "(docs/foreign-logs.md in the source repository)")
         ok = summary.exit_code != EXIT_NO_INPUT  # nothing usable read: the old outputs stay
     finally:
         if ok:

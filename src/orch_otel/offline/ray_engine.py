@@ -44,7 +44,7 @@ def _read_rows(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
                    "payload": json_bytes(to_dump(span))}
 
 
-def _convert_group(check: bool) -> Callable[[Any], Any]:
+def _convert_group(options: Options) -> Callable[[Any], Any]:
     def run(batch: Any) -> Any:
         import pyarrow as pa
 
@@ -65,13 +65,13 @@ def _convert_group(check: bool) -> Callable[[Any], Any]:
                                                  "(first copy kept)", span=span, is_span=True).to_json())
         trace_id = next(iter(spans.values())).trace_id
         complete = any(s.parent_id is None or s.parent_is_remote for s in spans.values())
-        result = convert_one(trace_id, spans, complete, check)
+        result = convert_one(trace_id, spans, complete, options.check, options)
         return pa.table({
             "trace_id": [trace_id], "line": [result.line or b""], "contents": [orjson.dumps(result.contents)],
             "spans": [result.spans], "incomplete": [result.incomplete], "duplicates": [duplicates],
             "conflicts": [conflicts], "conflict_problems": [json_bytes(conflict_problems)],
             "failed": [json_bytes([p.to_json() for p in result.problems])],
-            "warning": [result.warning or ""], "source": [result.source],
+            "warning": [result.warning or ""], "source": [result.source], "definition": [result.definition],
         })
 
     return run
@@ -101,13 +101,13 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Conv
         if not count:
             return
         groups = spans.groupby("key", num_partitions=max(1, min(200, count // 50_000)))
-        converted = groups.map_groups(_convert_group(options.check), batch_format="pyarrow")
+        converted = groups.map_groups(_convert_group(options), batch_format="pyarrow")
         for row in converted.iter_rows():
             summary.duplicates += row["duplicates"]
             summary.conflicts += row["conflicts"]
             result = Converted(row["trace_id"], line=row["line"] or None, contents=orjson.loads(row["contents"]),
                                spans=row["spans"], incomplete=bool(row["incomplete"]), warning=row["warning"] or None,
-                               source=row["source"])
+                               source=row["source"], definition=bool(row["definition"]))
             for data in orjson.loads(row["conflict_problems"]):
                 _quarantine(outputs, summary, data)
             result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)

@@ -9,10 +9,8 @@ no scope (old span dumps) is placed by its attributes. Spans that no
 orchestration source wrote (HTTP, database, ...) are ``otel`` and do not
 make a trace mixed.
 
-So far only the counts use this: ``orch-otel convert`` reports traces per
-source. Mapping peer spans to orchestration events is not built yet; a
-foreign trace is written as generic OpenTelemetry (the converter reads only
-orch-otel's spans), with its implied stop.
+``orch-otel convert`` counts the traces it writes by source, and
+:func:`orch_otel.foreign.map_trace` picks the mapper by it.
 """
 
 from __future__ import annotations
