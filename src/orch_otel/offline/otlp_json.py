@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .._jsonvalues import INT64_MAX, INT64_MIN
@@ -233,10 +234,11 @@ def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: s
     )
 
 
-def decode_traces_data(obj: Any, chunk: Chunk) -> None:
-    """Add the spans (and problems) of one OTLP JSON ``TracesData`` object to ``chunk``."""
-    spans, problems, where, keep = chunk.spans, chunk.problems, chunk.where, chunk.keep
-    trace_ids: dict[str, str] = {}
+def scope_spans(obj: Any, chunk: Chunk) -> Iterator[tuple[str, Any, dict[str, Any], str, str, list]]:
+    """The well-formed ``scopeSpans`` of one OTLP JSON ``TracesData`` object, as
+    (JSON path, raw resource attributes, resource, scope name, scope version,
+    span objects); each malformed container becomes a problem in ``chunk``."""
+    problems, where = chunk.problems, chunk.where
     try:
         resource_spans = list_field(obj, "resourceSpans", "")
     except BadField as exc:
@@ -250,7 +252,8 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
             res = rs.get("resource") or {}
             if type(res) is not dict:
                 raise BadField(f"{path}.resource: expected an object")
-            resource = attributes(res.get("attributes"))
+            raw_resource = res.get("attributes")
+            resource = attributes(raw_resource)
             scope_spans = list_field(rs, "scopeSpans", path)
             if "instrumentationLibrarySpans" in rs and not scope_spans:  # pre-1.0 OTLP name
                 scope_spans = list_field(rs, "instrumentationLibrarySpans", path)
@@ -273,13 +276,37 @@ def decode_traces_data(obj: Any, chunk: Chunk) -> None:
             except BadField as exc:
                 problems.append(Problem(where, str(exc), ss))
                 continue
-            for k, s in enumerate(items):
-                trace_id = None
-                try:
-                    trace_id = trace_id_in(s, trace_ids)
-                    if keep is not None and not keep(trace_id):  # before decoding: the span is another job's
-                        chunk.skipped += 1
-                        continue
-                    spans.append(span_of(s, resource, scope_name, trace_id, scope_version))
-                except BadField as exc:
-                    problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True, trace_id=trace_id))
+            yield spath, raw_resource, resource, scope_name, scope_version, items
+
+
+def decode_spans(spath: str, items: Iterable[tuple[int, Any]], resource: dict[str, Any], scope_name: str,
+                 scope_version: str, chunk: Chunk, trace_ids: dict[str, str]) -> None:
+    """Add the span objects ``items`` (each with its index in ``spath``'s spans) to ``chunk``."""
+    spans, problems, where, keep = chunk.spans, chunk.problems, chunk.where, chunk.keep
+    for k, s in items:
+        trace_id = None
+        try:
+            trace_id = trace_id_in(s, trace_ids)
+            if keep is not None and not keep(trace_id):  # before decoding: the span is another job's
+                chunk.skipped += 1
+                continue
+            spans.append(span_of(s, resource, scope_name, trace_id, scope_version))
+        except BadField as exc:
+            problems.append(Problem(where, f"{spath}.spans[{k}]: {exc}", s, is_span=True, trace_id=trace_id))
+
+
+def decode_traces_data(obj: Any, chunk: Chunk) -> None:
+    """Add the spans (and problems) of one OTLP JSON ``TracesData`` object to ``chunk``."""
+    trace_ids: dict[str, str] = {}
+    for spath, _, resource, scope_name, scope_version, items in scope_spans(obj, chunk):
+        decode_spans(spath, enumerate(items), resource, scope_name, scope_version, chunk, trace_ids)
+
+
+def decode_fragment(fragment: list, chunk: Chunk) -> None:
+    """Add the spans of a fragment of a ``TracesData`` object to ``chunk``: a list of
+    [JSON path, raw resource attributes, scope name, scope version, [[index, span], ...]]
+    (``--engine ray`` ships spans between its stages this way), with the same
+    spans and problems as :func:`decode_traces_data` on the whole object."""
+    trace_ids: dict[str, str] = {}
+    for spath, raw_resource, scope_name, scope_version, items in fragment:
+        decode_spans(spath, items, attributes(raw_resource), scope_name, scope_version, chunk, trace_ids)

@@ -48,7 +48,7 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
         if on_files is not None:
             on_files(files)
         if engine == "ray":
-            run_ray(files, outputs, options, summary, address=address)
+            run_ray(files, outputs, options, summary, address=address, on_bytes=on_bytes)
         elif jobs > 1:
             run_jobs(files, outputs, options, summary, on_bytes)
         else:

@@ -1,13 +1,20 @@
-"""``orch-otel convert --engine ray``: the same read -> group -> convert -> write
-on Ray Data, for inputs too large for one machine's core.
+"""``orch-otel convert --engine ray``: the local engine's read -> group ->
+convert -> write as Ray tasks that ship blocks of spans, never one span at a time.
 
-* read: one task per input file (:func:`~orch_otel.offline.readers.read_file`),
-  emitting one row per span (span-dump JSON) or problem;
-* group: ``groupby(trace_id)``, an exact shuffle, so there are no late spans
-  and no open-trace bound: every span of a trace meets in one group;
-* convert: per group, spans in input order, duplicates dropped (first copy
-  wins, as in the local engine), then :func:`~orch_otel.offline.outputs.convert_one`;
-* write: the driver streams the results into the same outputs as the local engine.
+1. **split**: each uncompressed JSON lines file is cut into byte ranges on
+   line boundaries; a zstd or length-prefixed file is one range. Small tasks
+   count each range's lines first, so every problem keeps its ``file:line``.
+2. **map**: one task per range parses its lines and sends each span to a
+   partition by its trace id (the ``--jobs`` hash). What it sends is an Arrow
+   table per partition: per input line, the raw JSON of that partition's
+   spans with their resource and scope (a fragment of the line's
+   ``TracesData``), decoded only once, in the reduce.
+3. **reduce**: one task per partition takes its tables from every range in
+   input order, decodes them with the local engine's decoder, groups the
+   spans by trace exactly (no late spans, no open-trace bound), drops
+   duplicates (first copy wins) and converts each trace with ``convert_one``.
+4. **write**: the driver writes the partitions' results, in partition order,
+   to the same outputs as the local engine.
 
 Ray is an optional extra (``pip install 'orch-otel[ray]'``); it is joined,
 started and stopped by the one policy of :mod:`orch_otel._ray`.
@@ -15,7 +22,8 @@ started and stopped by the one policy of :mod:`orch_otel._ray`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,92 +32,398 @@ import orjson
 from .._jsonvalues import json_bytes
 from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
+from ..tracefiles import BOM
+from .local import owner, rare_collections
+from .otlp_json import decode_fragment, scope_spans
 from .outputs import Converted, ConvertSummary, Options, Outputs, convert_one, record_converted
-from .readers import read_file
-from .records import Problem, from_dump
+from .readers import decode_json, is_json_lines, malformed_line, not_a_span_file, not_spans, read_file
+from .records import BadField, Chunk, Problem, from_dump, trace_id_of
 
-_FILE_SHIFT = 40  # order = file index << 40 | record number within the file
-
-
-def _read_rows(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    order = int(row["index"]) << _FILE_SHIFT
-    for chunk in read_file(Path(row["path"])):
-        for problem in chunk.problems:
-            order += 1
-            yield {"kind": "problem", "key": "", "order": order, "where": chunk.where, "is_span": problem.is_span,
-                   "payload": problem.to_line()}
-        for span in chunk.spans:
-            order += 1
-            yield {"kind": "span", "key": span.trace_id, "order": order, "where": chunk.where, "is_span": True,
-                   "payload": json_bytes(to_dump(span))}
+_FILE_SHIFT = 40  # order = file index << 40 | line (or record) number within the file
+_RANGE_BYTES = (4 << 20, 64 << 20)  # the least and most input one map task reads
+_PARTITION_BYTES = 32 << 20  # input bytes per partition: bounds one reduce task's memory
+_MAX_PARTITIONS = 512
+_FRAGMENT, _RECORD, _LINE = 0, 1, 2  # what a payload is: a TracesData fragment, one JSON record, a whole line
 
 
-def _convert_group(options: Options) -> Callable[[Any], Any]:
-    def run(batch: Any) -> Any:
+@dataclass(frozen=True)
+class Range:
+    """Bytes ``start`` to ``end`` of input file number ``index``; ``end`` -1:
+    the whole file, read by the local engine's reader (zstd, protobuf)."""
+
+    index: int
+    path: str
+    start: int = 0
+    end: int = -1
+    first_line: int = 1
+
+
+def split(files: list[Path], cpus: int, count_lines: Callable[[list[Range]], list[tuple[int, bool]]]) -> list[Range]:
+    """The ranges to read, in input order. ``count_lines`` runs :func:`count_range`
+    on a list of ranges (in Ray tasks): only files cut in more than one need it."""
+    sizes = [_size(p) for p in files]
+    size = min(max(sum(sizes) // (4 * cpus), _RANGE_BYTES[0]), _RANGE_BYTES[1])
+    per_file: list[list[Range]] = []
+    for i, (path, total) in enumerate(zip(files, sizes)):
+        if not is_json_lines(path):
+            per_file.append([Range(i, str(path))])
+            continue
+        bounds = [0, *_cuts(path, total, size), total]
+        per_file.append([Range(i, str(path), a, b) for a, b in zip(bounds, bounds[1:])])
+    cut = [r for ranges in per_file if len(ranges) > 1 for r in ranges]
+    counted = dict(zip(((r.index, r.start) for r in cut), count_lines(cut)))
+    out: list[Range] = []
+    for ranges in per_file:
+        if len(ranges) == 1:
+            out.extend(ranges)
+        elif not counted[(ranges[0].index, 0)][1]:  # another command's output, or no line of the first range parses
+            out.append(Range(ranges[0].index, ranges[0].path))  # read whole by the local reader, which says why
+        else:
+            line = 1
+            for r in ranges:
+                out.append(replace(r, first_line=line))
+                line += counted[(r.index, r.start)][0]
+    return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _cuts(path: Path, total: int, size: int) -> list[int]:
+    """Offsets near each multiple of ``size`` where a line starts."""
+    cuts: list[int] = []
+    with open(path, "rb") as f:
+        for target in range(size, total, size):
+            if cuts and cuts[-1] >= target:
+                continue
+            f.seek(target - 1)
+            f.readline()  # to the end of the line that holds byte target - 1
+            at = f.tell()
+            if at >= total:
+                break
+            cuts.append(at)
+    return cuts
+
+
+def count_range(r: Range) -> tuple[int, bool]:
+    """(newlines in ``r``; for a first range, whether the file's first parsed line
+    is spans rather than another command's output; True for other ranges)."""
+    newlines, spans = 0, r.start != 0
+    with open(r.path, "rb") as f:
+        f.seek(r.start)
+        left = r.end - r.start
+        first = not spans
+        while not spans and left > 0:
+            line = f.readline()
+            if not line:
+                break
+            left -= len(line)
+            newlines += line.endswith(b"\n")
+            value = _loads(line[3:] if first and line[:3] == BOM else line)
+            first = False
+            if value is not _BAD:
+                spans = not (type(value) is dict and not_spans(value))
+                break
+        while left > 0:
+            block = f.read(min(left, 1 << 24))
+            if not block:
+                break
+            left -= len(block)
+            newlines += block.count(b"\n")
+    return newlines, spans
+
+
+_BAD = object()
+
+
+def _loads(line: bytes) -> Any:
+    if len(line) < 4 and not line.strip():
+        return _BAD
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _BAD
+
+
+class _Blocks:
+    """One map task's output: a table per partition, and the problems it found."""
+
+    def __init__(self, partitions: int) -> None:
+        self.partitions = partitions
+        self.rows: list[tuple[list[int], list[str], list[int], list[bytes]]] = [([], [], [], []) for _ in range(partitions)]
+        self.problems: tuple[list[int], list[bool], list[bytes]] = ([], [], [])
+
+    def send(self, p: int, order: int, where: str, kind: int, payload: bytes) -> None:
+        orders, wheres, kinds, payloads = self.rows[p]
+        orders.append(order)
+        wheres.append(where)
+        kinds.append(kind)
+        payloads.append(payload)
+
+    def problem(self, order: int, problem: Problem) -> None:
+        self.problems[0].append(order)
+        self.problems[1].append(problem.is_span)
+        self.problems[2].append(problem.to_line())
+
+    def tables(self) -> list[Any]:
         import pyarrow as pa
 
-        rows = sorted(zip(batch["order"].to_pylist(), batch["where"].to_pylist(), batch["payload"].to_pylist()))
-        spans: dict[str, SpanRecord] = {}
-        conflict_problems: list[dict[str, Any]] = []
-        duplicates = conflicts = 0
-        for _, where, payload in rows:
-            span = from_dump(orjson.loads(payload))
+        out = [pa.table({"order": pa.array(o, pa.int64()), "where": pa.array(w, pa.string()),
+                         "kind": pa.array(k, pa.int8()), "payload": pa.array(b, pa.binary())})
+               for o, w, k, b in self.rows]
+        o, s, b = self.problems
+        out.append(pa.table({"order": pa.array(o, pa.int64()), "is_span": pa.array(s, pa.bool_()),
+                             "payload": pa.array(b, pa.binary())}))
+        return out
+
+
+def map_range(r: Range, partitions: int) -> list[Any]:
+    """Read one range; the tables for each partition, then the problems table."""
+    with rare_collections():  # a Ray worker's process: its GC is tuned for the task, and restored after
+        return _map_range(r, partitions)
+
+
+def _map_range(r: Range, partitions: int) -> list[Any]:
+    blocks = _Blocks(partitions)
+    base = r.index << _FILE_SHIFT
+    if r.end < 0:
+        _map_whole(r, base, blocks)
+    else:
+        try:
+            _map_lines(r, base, blocks)
+        except Exception as exc:  # an I/O error: report it, keep what was read
+            blocks.problem(base + r.first_line, Problem(r.path, f"stopped reading at byte {r.start} or after: "
+                                                        f"{type(exc).__name__}: {exc}"))
+    return blocks.tables()
+
+
+def _map_whole(r: Range, base: int, blocks: _Blocks) -> None:
+    order = base
+    for chunk in read_file(Path(r.path)):
+        order += 1
+        for problem in chunk.problems:
+            blocks.problem(order, problem)
+        for span in chunk.spans:
+            order += 1
+            blocks.send(owner(span.trace_id, blocks.partitions), order, chunk.where, _RECORD, json_bytes(to_dump(span)))
+
+
+def _map_lines(r: Range, base: int, blocks: _Blocks) -> None:
+    partitions, partition_of = blocks.partitions, dict[str, int]()
+    check_first = r.start == 0
+    with open(r.path, "rb") as f:
+        f.seek(r.start)
+        left = r.end - r.start
+        if r.start == 0:
+            if f.read(3) == BOM:  # a text editor's UTF-8 byte order mark, as the local reader skips it
+                left -= 3
+            else:
+                f.seek(0)
+        for lineno, line in enumerate(f, start=r.first_line):
+            left -= len(line)
+            if len(line) >= 4 or line.strip():
+                where = f"{r.path}:{lineno}"
+                try:
+                    value = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    blocks.problem(base + lineno, malformed_line(where, line, exc))
+                else:
+                    if check_first:
+                        what = not_spans(value) if type(value) is dict else None
+                        if what is not None:
+                            blocks.problem(base + lineno, not_a_span_file(r.path, what))
+                            return
+                        check_first = False
+                    _map_value(value, line, base + lineno, where, blocks, partitions, partition_of)
+            if left <= 0:
+                return
+
+
+def _map_value(value: Any, line: bytes, order: int, where: str, blocks: _Blocks, partitions: int,
+               partition_of: dict[str, int]) -> None:
+    if type(value) is dict and "resourceSpans" in value:
+        chunk = Chunk(where)
+        fragments: dict[int, list] = {}
+        for spath, raw_resource, _, scope_name, scope_version, items in scope_spans(value, chunk):
+            parts: dict[int, list] = {}
+            for k, s in enumerate(items):
+                raw = s.get("traceId") if type(s) is dict else None
+                if not isinstance(raw, str):
+                    p = 0  # a bad id: partition 0 decodes and reports it
+                elif (cached := partition_of.get(raw)) is not None:
+                    p = cached
+                else:
+                    try:
+                        p = owner(trace_id_of(raw), partitions)
+                    except BadField:
+                        p = 0
+                    partition_of[raw] = p
+                parts.setdefault(p, []).append((k, s))
+            for p, some in parts.items():
+                fragments.setdefault(p, []).append((spath, raw_resource, scope_name, scope_version, some))
+        try:
+            payloads = {p: orjson.dumps(fragment) for p, fragment in fragments.items()}
+        except TypeError:  # nested deeper than orjson writes: each partition decodes the whole line, keeping its own
+            for p in fragments.keys() | {0}:
+                blocks.send(p, order, where, _LINE, line)
+            return
+        for problem in chunk.problems:
+            blocks.problem(order, problem)
+        for p, payload in payloads.items():
+            blocks.send(p, order, where, _FRAGMENT, payload)
+    elif type(value) is dict and "span_id" in value:
+        try:
+            p = owner(from_dump(value).trace_id, partitions)
+        except BadField:
+            p = 0
+        blocks.send(p, order, where, _RECORD, line)
+    else:
+        chunk = Chunk(where)
+        decode_json(value, chunk)
+        for problem in chunk.problems:
+            blocks.problem(order, problem)
+
+
+def reduce_partition(p: int, partitions: int, options: Options, *tables: Any) -> tuple[Any, Any, dict[str, int]]:
+    """Decode, group and convert one partition: (converted traces, problems, counts)."""
+    with rare_collections():
+        return _reduce_partition(p, partitions, options, tables)
+
+
+def _reduce_partition(p: int, partitions: int, options: Options, tables: tuple[Any, ...]) -> tuple[Any, Any, dict[str, int]]:
+    import pyarrow as pa
+
+    table = pa.concat_tables(tables)
+    table = table.take(table.column("order").to_numpy().argsort(kind="stable"))
+    problems = _Blocks(0)
+    traces: dict[str, dict[str, SpanRecord]] = {}
+    counts = {"spans": 0, "duplicates": 0, "conflicts": 0}
+
+    def mine(trace_id: str) -> bool:
+        return owner(trace_id, partitions) == p
+
+    for order, where, kind, payload in zip(table.column("order").to_pylist(), table.column("where").to_pylist(),
+                                           table.column("kind").to_pylist(), table.column("payload").to_pylist()):
+        chunk = Chunk(where, keep=mine if kind == _LINE else None)
+        value = orjson.loads(payload)
+        if kind == _FRAGMENT:
+            decode_fragment(value, chunk)
+        else:
+            decode_json(value, chunk)
+        for problem in chunk.problems:
+            if kind != _LINE or (owner(problem.trace_id, partitions) if problem.trace_id else 0) == p:
+                problems.problem(order, problem)
+                counts["spans"] += problem.is_span  # a span read, though not used (a conflict below is counted already)
+        counts["spans"] += len(chunk.spans)
+        for span in chunk.spans:
+            spans = traces.setdefault(span.trace_id, {})
             known = spans.get(span.span_id)
             if known is None:
                 spans[span.span_id] = span
             elif known == span:
-                duplicates += 1
+                counts["duplicates"] += 1
             else:
-                conflicts += 1
-                conflict_problems.append(Problem(where, f"duplicate span id {span.span_id} with different content "
-                                                 "(first copy kept)", span=span, is_span=True).to_json())
-        trace_id = next(iter(spans.values())).trace_id
+                counts["conflicts"] += 1
+                problems.problem(order, Problem(where, f"duplicate span id {span.span_id} with different content "
+                                                "(first copy kept)", span=span, is_span=True))
+    return _converted(traces, options), problems.tables()[0], counts
+
+
+def _converted(traces: dict[str, dict[str, SpanRecord]], options: Options) -> Any:
+    import pyarrow as pa
+
+    columns: dict[str, list] = {k: [] for k in ("trace_id", "line", "contents", "spans", "incomplete", "failed",
+                                                "warning", "source", "definition")}
+    for trace_id, spans in traces.items():
         complete = any(s.parent_id is None or s.parent_is_remote for s in spans.values())
         result = convert_one(trace_id, spans, complete, options.check, options)
-        return pa.table({
-            "trace_id": [trace_id], "line": [result.line or b""], "contents": [orjson.dumps(result.contents)],
-            "spans": [result.spans], "incomplete": [result.incomplete], "duplicates": [duplicates],
-            "conflicts": [conflicts], "conflict_problems": [json_bytes(conflict_problems)],
-            "failed": [json_bytes([p.to_json() for p in result.problems])],
-            "warning": [result.warning or ""], "source": [result.source], "definition": [result.definition],
-        })
+        for key, value in (("trace_id", trace_id), ("line", result.line or b""), ("contents", orjson.dumps(result.contents)),
+                           ("spans", result.spans), ("incomplete", result.incomplete),
+                           ("failed", json_bytes([p.to_json() for p in result.problems])),
+                           ("warning", result.warning or ""), ("source", result.source), ("definition", result.definition)):
+            columns[key].append(value)
+    types = {"trace_id": pa.string(), "line": pa.binary(), "contents": pa.binary(), "spans": pa.int64(),
+             "incomplete": pa.bool_(), "failed": pa.binary(), "warning": pa.string(), "source": pa.string(),
+             "definition": pa.bool_()}
+    return pa.table({k: pa.array(v, types[k]) for k, v in columns.items()})
 
-    return run
+
+def _partitions(files: list[Path], cpus: int) -> int:
+    """Enough partitions to bound a reduce task's memory, in whole waves of
+    ``cpus`` tasks (a last wave with fewer tasks than CPUs leaves cores idle)."""
+    waves = -(-sum(map(_size, files)) // (_PARTITION_BYTES * cpus))
+    return min(_MAX_PARTITIONS, cpus * max(1, waves))
 
 
-def _quarantine(outputs: Outputs, summary: ConvertSummary, data: dict[str, Any]) -> None:
-    is_span = data.get("kind") == "span"
-    outputs.quarantine_line(json_bytes(data), is_span, summary)
+def _quarantine(outputs: Outputs, summary: ConvertSummary, line: bytes, is_span: bool) -> None:
+    outputs.quarantine_line(line, is_span, summary)
     if outputs.on_problem is not None:
+        data = orjson.loads(line)
         outputs.on_problem(Problem(data["where"], data["reason"], is_span=is_span))
 
 
-def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: ConvertSummary, *, address: str | None = None) -> None:
+def _write_problems(tables: list[Any], outputs: Outputs, summary: ConvertSummary, *, read: bool = False) -> None:
+    """Quarantine problem tables in input order; ``read``: found by the map tasks,
+    whose bad spans still count as spans read (the reduce counts its own)."""
+    import pyarrow as pa
+
+    table = pa.concat_tables(tables)
+    table = table.take(table.column("order").to_numpy().argsort(kind="stable"))
+    for is_span, line in zip(table.column("is_span").to_pylist(), table.column("payload").to_pylist()):
+        summary.spans += read and is_span
+        _quarantine(outputs, summary, line, is_span)
+
+
+def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: ConvertSummary, *, address: str | None = None,
+            on_bytes: Callable[[Path, int], None] | None = None) -> None:
     with ray_session(address) as ray:
         summary.files += len(files)
         if not files:
             return
-        items = [{"path": str(p), "index": i} for i, p in enumerate(files)]
-        rows = ray.data.from_items(items, override_num_blocks=len(items)).flat_map(_read_rows).materialize()
-        bad = rows.filter(lambda r: r["kind"] == "problem")
-        for row in sorted(bad.iter_rows(), key=lambda r: r["order"]):
-            summary.spans += bool(row["is_span"])
-            _quarantine(outputs, summary, orjson.loads(row["payload"]))
-        spans = rows.filter(lambda r: r["kind"] == "span")
-        count = spans.count()
-        summary.spans += count
-        if not count:
-            return
-        groups = spans.groupby("key", num_partitions=max(1, min(200, count // 50_000)))
-        converted = groups.map_groups(_convert_group(options), batch_format="pyarrow")
-        for row in converted.iter_rows():
-            summary.duplicates += row["duplicates"]
-            summary.conflicts += row["conflicts"]
-            result = Converted(row["trace_id"], line=row["line"] or None, contents=orjson.loads(row["contents"]),
-                               spans=row["spans"], incomplete=bool(row["incomplete"]), warning=row["warning"] or None,
-                               source=row["source"], definition=bool(row["definition"]))
-            for data in orjson.loads(row["conflict_problems"]):
-                _quarantine(outputs, summary, data)
-            result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)
-                               for d in orjson.loads(row["failed"])]
-            record_converted(result, outputs, summary)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = ray.remote(count_range)
+        ranges = split(files, cpus, lambda rs: ray.get([count.remote(r) for r in rs]))
+        partitions = _partitions(files, cpus)
+        mapper = ray.remote(map_range).options(num_returns=partitions + 1)
+        blocks = [mapper.remote(r, partitions) for r in ranges]
+        options_ref = ray.put(options)
+        reducer = ray.remote(reduce_partition).options(num_returns=3)
+        reduced = [reducer.remote(p, partitions, options_ref, *[b[p] for b in blocks]) for p in range(partitions)]
+        read_problems = [b[partitions] for b in blocks]
+        del blocks  # the reduce tasks hold the tables they need; Ray frees them after
+        _progress(ray, read_problems, ranges, files, on_bytes)
+        _write_problems(ray.get(read_problems), outputs, summary, read=True)
+        for converted_ref, problems_ref, counts_ref in reduced:
+            counts = ray.get(counts_ref)
+            summary.spans += counts["spans"]
+            summary.duplicates += counts["duplicates"]
+            summary.conflicts += counts["conflicts"]
+            _write_problems([ray.get(problems_ref)], outputs, summary)
+            _write_converted(ray.get(converted_ref), outputs, summary)
+
+
+def _progress(ray: Any, refs: list[Any], ranges: list[Range], files: list[Path],
+              on_bytes: Callable[[Path, int], None] | None) -> None:
+    """Report each range as read once its map task is done."""
+    if on_bytes is None:
+        return
+    pending = dict(zip(refs, ranges))
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            r = pending.pop(ref)
+            on_bytes(files[r.index], r.end if r.end >= 0 else _size(files[r.index]))
+
+
+def _write_converted(table: Any, outputs: Outputs, summary: ConvertSummary) -> None:
+    for row in table.to_pylist():
+        result = Converted(row["trace_id"], line=row["line"] or None, contents=orjson.loads(row["contents"]),
+                           spans=row["spans"], incomplete=row["incomplete"], warning=row["warning"] or None,
+                           source=row["source"], definition=row["definition"])
+        result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)
+                           for d in orjson.loads(row["failed"])]
+        record_converted(result, outputs, summary)

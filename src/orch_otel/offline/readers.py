@@ -101,6 +101,19 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
             on_bytes(os.fstat(raw.fileno()).st_size)
 
 
+def is_json_lines(path: Path) -> bool:
+    """True for an uncompressed JSON lines file, whose lines can be read from any
+    line boundary on (``--engine ray`` splits such files into byte ranges)."""
+    if path.suffix in ZSTD_SUFFIXES:
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return False
+    return head[:3] == BOM or (head[:1] in (b"{", b"[", b" ", b"\t", b"\n", b"\r") and head != ZSTD_MAGIC)
+
+
 def _skip_bom(stream: IO[bytes]) -> bool:
     """Consume a leading UTF-8 byte order mark; True when there was one."""
     try:
@@ -153,6 +166,14 @@ def not_spans(value: dict) -> tuple[str, str, str] | None:
     return None
 
 
+def malformed_line(where: str, line: bytes, exc: Exception) -> Problem:
+    return Problem(where, f"malformed JSON: {exc}", line.decode("utf-8", "replace").rstrip("\n"))
+
+
+def not_a_span_file(name: str, what: tuple[str, str, str]) -> Problem:
+    return Problem(name, f"this is a file of {what[1]}, not spans; {what[2]}")
+
+
 def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
     name = str(path)
     loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
@@ -164,11 +185,11 @@ def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) ->
         try:
             value = loads(line)
         except JSONDecodeError as exc:
-            chunk.problems.append(Problem(chunk.where, f"malformed JSON: {exc}", line.decode("utf-8", "replace").rstrip("\n")))
+            chunk.problems.append(malformed_line(chunk.where, line, exc))
         else:
             what = not_spans(value) if first and type(value) is dict else None
             if what is not None:  # a whole file of another command's output: one problem, not one per line
-                yield Chunk(name, problems=[Problem(name, f"this is a file of {what[1]}, not spans; {what[2]}")])
+                yield Chunk(name, problems=[not_a_span_file(name, what)])
                 return
             first = False
             decode_json(value, chunk)
