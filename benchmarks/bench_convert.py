@@ -189,6 +189,7 @@ RUNS: dict[str, tuple[str, Callable[[Path, Path], dict]]] = {
     "jobs": (f"convert, local engine, `--jobs {JOBS}`", partial(convert, jobs=JOBS)),
     "ray": (f"convert, `--engine ray`, {JOBS} workers (Ray started before the clock)", partial(convert, engine="ray")),
 }
+RSS_RUNS = ("convert", "ray")  # the flat-memory runs: 1x and 10x input, same traces open
 
 
 def _cpu_seconds() -> float:
@@ -206,11 +207,73 @@ def _child(argv: list[str]) -> None:
         import ray
 
         ray.init(num_cpus=JOBS, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    sampler = _RaySampler() if kind == "ray" else None  # Ray's processes are not waited-for children
     cpu, wall = _cpu_seconds(), time.perf_counter()
     details = RUNS[kind][1](path, out)
     cpu, wall = _cpu_seconds() - cpu, time.perf_counter() - wall
     rss = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    print(orjson.dumps({"seconds": cpu, "wall": wall, "details": details, "rss_kib": rss}).decode())
+    figures = {"seconds": cpu, "wall": wall, "details": details, "rss_kib": rss}
+    if sampler is not None:
+        sampler.stop()
+        figures.update(rss_kib=sampler.driver_kib, ray_rss_kib=sampler.private_kib, ray_shared_kib=sampler.shared_kib)
+    print(orjson.dumps(figures).decode())
+
+
+class _RaySampler:
+    """Samples the memory of this process (Ray's driver) and its descendants (Ray's raylet and
+    workers) four times a second, from Linux /proc: the driver's own memory and the largest Ray
+    process's (RSS less shared memory), and the most shared memory any of them maps (the object
+    store, which Ray bounds by ``object_store_memory`` and spills to disk beyond it; a process's
+    RSS counts the store's pages it has touched, so ``ru_maxrss`` overstates a Ray driver)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.driver_kib = self.private_kib = self.shared_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            self._sample()
+
+    def _sample(self) -> None:
+        me = os.getpid()
+        for pid in [me, *_descendants()]:
+            try:
+                fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+                rss, shared = (int(fields[k].split()[0]) for k in ("VmRSS", "RssShmem"))
+            except (OSError, KeyError, ValueError):
+                continue
+            if pid == me:
+                self.driver_kib = max(self.driver_kib, rss - shared)
+            else:
+                self.private_kib = max(self.private_kib, rss - shared)
+            self.shared_kib = max(self.shared_kib, shared)
+
+
+def _descendants() -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    me, found = os.getpid(), []
+    for pid in parents:
+        ancestor = parents[pid]
+        while ancestor not in (me, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        if ancestor == me:
+            found.append(pid)
+    return found
 
 
 def _measure(kind: str, path: Path, out: Path) -> dict:
@@ -278,10 +341,16 @@ def main(argv: list[str] | None = None) -> int:
         result["rss"] = []
         for factor in (1, 10):
             path = work / f"rss{factor}.json"
+            t = time.perf_counter()
             k = generate(path, args.rss_spans * factor, args.open_traces, seed=factor)
-            m = _measure("convert", path, work / f"rss{factor}.jsonl")
-            result["rss"].append({"factor": factor, "spans": k, "bytes": path.stat().st_size, "rss_kib": m["rss_kib"],
-                                  "traces": m["details"]["traces"]})
+            print(f"generated {k:,} spans ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f}s",
+                  file=sys.stderr)
+            for kind in RSS_RUNS:
+                m = _measure(kind, path, work / f"rss{factor}-{kind}.jsonl")
+                result["rss"].append({"factor": factor, "kind": kind, "spans": k, "bytes": path.stat().st_size,
+                                      "wall": m["wall"], "rss_kib": m["rss_kib"], "ray_rss_kib": m.get("ray_rss_kib"),
+                                      "ray_shared_kib": m.get("ray_shared_kib"), "traces": m["details"]["traces"]})
+                (work / f"rss{factor}-{kind}.jsonl").unlink(missing_ok=True)
             path.unlink()
     result.update(bytes=size, open_traces=args.open_traces, rounds=args.rounds)
     if args.json:
@@ -305,12 +374,16 @@ def main(argv: list[str] | None = None) -> int:
               f"| {rss_mib:.0f} MiB |")
     print(f"\nRay ({JOBS} workers) ÷ one local process, wall clock, same round: "
           f"**{_spread(result['ray_over_local'], '.2f')}**. Ray's CPU is spent in its own worker processes, which "
-          "the CPU columns cannot count; its peak RSS is the driver's.")
-    print("\n| input | spans | size | traces | peak RSS |")
-    print("|---|---:|---:|---:|---:|")
+          "the CPU columns cannot count; its peak RSS is the driver's own memory (less the object store's "
+          "shared pages).")
+    print("\n| run | input | spans | size | traces | wall clock | spans per second | peak RSS (Ray: the driver's own) | "
+          "largest Ray process, own memory | Ray object store, mapped |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in result["rss"]:
-        print(f"| {row['factor']}x | {row['spans']:,} | {row['bytes'] / 1e6:.0f} MB | {row['traces']:,} | "
-              f"{row['rss_kib'] / 1024:.0f} MiB |")
+        ray = [f"{row[k] / 1024:.0f} MiB" if row.get(k) else "—" for k in ("ray_rss_kib", "ray_shared_kib")]
+        print(f"| {RUNS[row['kind']][0]} | {row['factor']}x | {row['spans']:,} | {row['bytes'] / 1e6:.0f} MB | "
+              f"{row['traces']:,} | {row['wall']:.1f} s | {row['spans'] / row['wall']:,.0f} | "
+              f"{row['rss_kib'] / 1024:.0f} MiB | {' | '.join(ray)} |")
     return 0
 
 

@@ -25,8 +25,8 @@ def rare_collections() -> Iterator[None]:
     almost no reference cycles, so memory stays bounded all the same.
 
     The threshold is the whole process's, so only processes that orch-otel
-    owns use this: the ``orch-otel convert`` command and the ``--jobs``
-    workers. :func:`run_local` called from a host's code leaves its GC alone."""
+    owns use this: the ``orch-otel convert`` command, the ``--jobs``
+    workers and the ``--engine ray`` tasks. :func:`run_local` called from a host's code leaves its GC alone."""
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], 100_000), max(old[1], 50), max(old[2], 50))
     try:

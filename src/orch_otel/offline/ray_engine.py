@@ -22,7 +22,11 @@ started and stopped by the one policy of :mod:`orch_otel._ray`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ctypes
+import gc
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -181,9 +185,26 @@ class _Blocks:
         return out
 
 
+@contextmanager
+def _task() -> Iterator[None]:
+    """A task in a Ray worker, a process Ray starts for this job's tasks: its GC is
+    tuned for the task, and after it the memory the task freed goes back to the
+    system, so a worker that runs many tasks does not creep up."""
+    try:
+        with rare_collections():
+            yield
+    finally:
+        gc.collect()
+        if sys.platform == "linux":  # glibc keeps the pages Python frees unless asked
+            try:
+                ctypes.CDLL(None).malloc_trim(0)
+            except (OSError, AttributeError):  # not glibc (musl)
+                pass
+
+
 def map_range(r: Range, partitions: int) -> list[Any]:
     """Read one range; the tables for each partition, then the problems table."""
-    with rare_collections():  # a Ray worker's process: its GC is tuned for the task, and restored after
+    with _task():
         return _map_range(r, partitions)
 
 
@@ -290,7 +311,7 @@ def _map_value(value: Any, line: bytes, order: int, where: str, blocks: _Blocks,
 
 def reduce_partition(p: int, partitions: int, options: Options, *tables: Any) -> tuple[Any, Any, dict[str, int]]:
     """Decode, group and convert one partition: (converted traces, problems, counts)."""
-    with rare_collections():
+    with _task():
         return _reduce_partition(p, partitions, options, tables)
 
 
@@ -397,13 +418,17 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Conv
         del blocks  # the reduce tasks hold the tables they need; Ray frees them after
         _progress(ray, read_problems, ranges, files, on_bytes)
         _write_problems(ray.get(read_problems), outputs, summary, read=True)
-        for converted_ref, problems_ref, counts_ref in reduced:
+        del read_problems
+        for p in range(partitions):
+            converted_ref, problems_ref, counts_ref = reduced[p]
+            reduced[p] = ()  # once written, the partition's results leave the object store (and this process's memory)
             counts = ray.get(counts_ref)
             summary.spans += counts["spans"]
             summary.duplicates += counts["duplicates"]
             summary.conflicts += counts["conflicts"]
             _write_problems([ray.get(problems_ref)], outputs, summary)
             _write_converted(ray.get(converted_ref), outputs, summary)
+            del converted_ref, problems_ref, counts_ref
 
 
 def _progress(ray: Any, refs: list[Any], ranges: list[Range], files: list[Path],
