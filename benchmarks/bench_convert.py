@@ -13,8 +13,8 @@ Reports, as a markdown table:
   converter does: group the parsed span objects by trace id and write them
   back out, with no decoding or conversion;
 * peak RSS of a conversion of ``--rss-spans`` and 10x that many spans with the
-  same number of traces open at once (target: flat). Each measurement runs in
-  its own subprocess.
+  same number of traces open at once, by the local engine and on Ray (target:
+  flat, 10x within 1.25x of 1x). Each measurement runs in its own subprocess.
 """
 
 from __future__ import annotations
