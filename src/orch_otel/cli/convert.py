@@ -98,8 +98,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "succeeds. Exit codes: 0 ok, 1 some records quarantined, 2 usage error or no usable input.")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, or directories searched for log files")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="trace file to write (content store beside it)")
-    p.add_argument("--engine", choices=["local", "ray"], default="local", help="local streaming (default) or Ray Data")
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local streaming (default) or Ray tasks (a cluster: --address)")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to join: auto, HOST:6379 or ray://HOST:10001 (default: start a local Ray)")
     p.add_argument("--quarantine", default=None, help="where bad records go (default: OUT.jsonl.quarantine)")
     p.add_argument("--max-open-traces", type=at_least(1), default=10_000, metavar="N",
                    help="local engine: traces held open at once (default 10000)")

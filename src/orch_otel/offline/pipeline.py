@@ -1,6 +1,6 @@
 """``orch-otel convert``: find the inputs, open the outputs, and hand the run
 to one engine: the local streaming pass (:mod:`.local`), ``--jobs N`` local
-processes (:mod:`.jobs`) or Ray Data (:mod:`.ray_engine`). The types every
+processes (:mod:`.jobs`) or Ray tasks (:mod:`.ray_engine`). The types every
 engine shares, and the files a run writes, are in :mod:`.outputs`."""
 
 from __future__ import annotations
