@@ -19,7 +19,8 @@ from ._agentchat import SCOPE as AGENTCHAT_SCOPE
 from ._agentchat import map_agentchat
 from ._autogen import RunPool, map_autogen
 from ._genai import DEFINITION_OPS, map_genai
-from ._langgraph import map_langgraph, openinference_view, openllmetry_view
+from ._langchain_views import openinference_view, openllmetry_view
+from ._langgraph import map_langgraph
 from ._native import has_cycle, operation
 from .sources import AUTOGEN, GENAI, MIXED, OPENINFERENCE, OPENLLMETRY, ORCH_OTEL, OTEL, span_source, trace_source
 

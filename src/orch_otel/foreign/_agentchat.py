@@ -18,7 +18,8 @@ from typing import Any
 from ..content import ContentPolicy
 from ..spans import SpanRecord
 from ..vocabulary import Attr, DecisionKind, Operation
-from ._langgraph import model_attrs, openinference_view
+from ._langchain_views import openinference_view
+from ._langgraph import model_attrs
 from ._native import agent_attrs, decision, message, native, put_content
 
 SCOPE = "openinference.instrumentation.autogen_agentchat"
