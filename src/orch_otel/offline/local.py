@@ -92,13 +92,18 @@ def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summar
         convert(pool.drain())
 
 
+def conflicting_copy(where: str, span: SpanRecord) -> Problem:
+    """A second copy of a span id whose content differs from the first one's (which is kept)."""
+    return Problem(where, f"duplicate span id {span.span_id} with different content (first copy kept)",
+                   span=span, is_span=True)
+
+
 def _unadded(outcome: int, span: SpanRecord, where: str, outputs: Outputs, summary: ConvertSummary) -> None:
     if outcome == DUPLICATE:
         summary.duplicates += 1
     elif outcome == CONFLICT:
         summary.conflicts += 1
-        outputs.problem(Problem(where, f"duplicate span id {span.span_id} with different content (first copy kept)",
-                                span=span, is_span=True), summary)
+        outputs.problem(conflicting_copy(where, span), summary)
     elif outcome == LATE:
         summary.late += 1
         outputs.problem(Problem(where, f"late span: trace {span.trace_id} was already written "

@@ -37,10 +37,10 @@ from .._jsonvalues import json_bytes
 from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
 from ..tracefiles import BOM
-from .local import owner, rare_collections
+from .local import conflicting_copy, owner, rare_collections
 from .otlp_json import decode_fragment, scope_spans
 from .outputs import Converted, ConvertSummary, Options, Outputs, convert_one, record_converted
-from .readers import decode_json, is_json_lines, malformed_line, not_a_span_file, not_spans, read_file
+from .readers import decode_json, is_blank, is_json_lines, malformed_line, not_a_span_file, not_spans, read_file, skip_bom
 from .records import BadField, Chunk, Problem, from_dump, trace_id_of
 
 _FILE_SHIFT = 40  # order = file index << 40 | line (or record) number within the file
@@ -120,15 +120,15 @@ def count_range(r: Range) -> tuple[int, bool]:
     with open(r.path, "rb") as f:
         f.seek(r.start)
         left = r.end - r.start
-        first = not spans
+        if r.start == 0 and skip_bom(f):
+            left -= len(BOM)
         while not spans and left > 0:
             line = f.readline()
             if not line:
                 break
             left -= len(line)
             newlines += line.endswith(b"\n")
-            value = _loads(line[3:] if first and line[:3] == BOM else line)
-            first = False
+            value = _loads(line)
             if value is not _BAD:
                 spans = not (type(value) is dict and not_spans(value))
                 break
@@ -145,7 +145,7 @@ _BAD = object()
 
 
 def _loads(line: bytes) -> Any:
-    if len(line) < 4 and not line.strip():
+    if is_blank(line):
         return _BAD
     try:
         return orjson.loads(line)
@@ -239,14 +239,11 @@ def _map_lines(r: Range, base: int, blocks: _Blocks) -> None:
     with open(r.path, "rb") as f:
         f.seek(r.start)
         left = r.end - r.start
-        if r.start == 0:
-            if f.read(3) == BOM:  # a text editor's UTF-8 byte order mark, as the local reader skips it
-                left -= 3
-            else:
-                f.seek(0)
+        if r.start == 0 and skip_bom(f):  # a text editor's UTF-8 byte order mark, as the local reader skips it
+            left -= len(BOM)
         for lineno, line in enumerate(f, start=r.first_line):
             left -= len(line)
-            if len(line) >= 4 or line.strip():
+            if not is_blank(line):
                 where = f"{r.path}:{lineno}"
                 try:
                     value = orjson.loads(line)
@@ -349,8 +346,7 @@ def _reduce_partition(p: int, partitions: int, options: Options, tables: tuple[A
                 counts["duplicates"] += 1
             else:
                 counts["conflicts"] += 1
-                problems.problem(order, Problem(where, f"duplicate span id {span.span_id} with different content "
-                                                "(first copy kept)", span=span, is_span=True))
+                problems.problem(order, conflicting_copy(where, span))
     return _converted(traces, options), problems.tables()[0], counts
 
 

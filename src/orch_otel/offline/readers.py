@@ -83,7 +83,7 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
 
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
                                        buffer_size=1 << 20)
-        if _skip_bom(stream):  # a text editor's UTF-8 byte order mark: JSON lines, never length-prefixed
+        if skip_bom(stream):  # a text editor's UTF-8 byte order mark: JSON lines, never length-prefixed
             chunks = _lines(path, stream, keep)
         else:
             chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream, keep)
@@ -108,13 +108,17 @@ def is_json_lines(path: Path) -> bool:
         return False
     try:
         with open(path, "rb") as f:
-            head = f.read(4)
+            return f.peek(3)[:3] == BOM or (f.peek(1)[:1] != b"" and _is_json(f))
     except OSError:
         return False
-    return head[:3] == BOM or (head[:1] in (b"{", b"[", b" ", b"\t", b"\n", b"\r") and head != ZSTD_MAGIC)
 
 
-def _skip_bom(stream: IO[bytes]) -> bool:
+def is_blank(line: bytes) -> bool:
+    """A line the readers skip: empty, or only whitespace (a short test first: lines are long)."""
+    return len(line) < 4 and not line.strip()
+
+
+def skip_bom(stream: IO[bytes]) -> bool:
     """Consume a leading UTF-8 byte order mark; True when there was one."""
     try:
         if stream.peek(3)[:3] != BOM:  # type: ignore[attr-defined]
@@ -179,7 +183,7 @@ def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) ->
     loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
     first = True
     for lineno, line in enumerate(stream, start=1):
-        if len(line) < 4 and not line.strip():
+        if is_blank(line):
             continue
         chunk = Chunk(f"{name}:{lineno}", keep=keep)
         try:
