@@ -56,7 +56,7 @@ EXTERNAL = {
                 ["--spans", "3000", "--rss-spans", "500", "--open-traces", "10", "--rounds", "1"]),
     # the peers' spans of the fixture apps against orch-otel's own spans of the same runs
     "foreign": ("benchmarks.bench_foreign", ["--spans", "100000"], ["--spans", "2000", "--rounds", "1"]),
-    "datasets": ("benchmarks.bench_datasets", ["--traces", "5000"], ["--traces", "200"]),
+    "datasets": ("benchmarks.bench_datasets", ["--traces", "20000"], ["--traces", "200"]),
     "replay": ("benchmarks.bench_replay", ["--runs", "40"], ["--runs", "2"]),
 }
 

@@ -115,3 +115,28 @@ def run_zero_code(run_python):
         return run_python(code, env=full_env, args=[launcher, sys.executable])
 
     return run
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray cluster of two nodes of one CPU each, joined for the module's
+    ``--engine ray`` tests (both engines' tasks land on both nodes), left after them."""
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'orch-otel[ray]'")
+    pytest.importorskip("pyarrow", reason="pyarrow comes with the optional extra: pip install 'orch-otel[ray]'")
+    from ray.cluster_utils import Cluster
+
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    nodes.add_node(num_cpus=1)
+    ray.init(address=nodes.address, log_to_driver=False)
+    yield nodes
+    ray.shutdown()
+    nodes.shutdown()
+
+
+@pytest.fixture
+def small_ranges(monkeypatch):
+    """``--engine ray`` cuts every file it can into ranges of about 512 bytes (the driver
+    cuts them), so that lines, byte order marks and problems cross range edges."""
+    from orch_otel.offline import ranges
+
+    monkeypatch.setattr(ranges, "_RANGE_BYTES", (512, 512))

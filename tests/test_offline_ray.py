@@ -14,32 +14,14 @@ from hypothesis import strategies as st
 from offline_support import demo_logs, otlp_line, zstd
 from test_offline_fuzz import lines as fuzzed_lines
 
-from orch_otel.offline import Options, convert_inputs, ray_engine
+from orch_otel.offline import Options, convert_inputs, ranges, ray_engine
 from orch_otel.spans import SpanRecord
 from orch_otel.tracefiles import BOM, load_contents
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'orch-otel[ray]'")
-pytest.importorskip("ray.data", reason="Ray Data is in the optional extra: pip install 'orch-otel[ray]'")
-from ray.cluster_utils import Cluster  # noqa: E402
 
 T0 = 1_700_000_000_000_000_000
 EXACT = Options(linger=10**9, max_open_traces=10**9)  # the local engine holding every trace to the end: exact grouping
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    nodes.add_node(num_cpus=1)
-    ray.init(address=nodes.address, log_to_driver=False)
-    yield nodes
-    ray.shutdown()
-    nodes.shutdown()
-
-
-@pytest.fixture
-def small_ranges(monkeypatch):
-    """Cut every JSON lines file into ranges of about 512 bytes (the driver cuts them)."""
-    monkeypatch.setattr(ray_engine, "_RANGE_BYTES", (512, 512))
 
 
 def _sorted_lines(path) -> list[bytes]:
@@ -56,12 +38,12 @@ def _same_outputs(tmp_path, inputs, options=EXACT):
     return local
 
 
-def test_the_cluster_has_two_nodes(cluster):
+def test_the_cluster_has_two_nodes(ray_cluster):
     assert len([n for n in ray.nodes() if n["Alive"]]) == 2
     assert ray.cluster_resources()["CPU"] == 2
 
 
-def test_ray_output_equals_local_output(cluster, tmp_path, small_ranges):
+def test_ray_output_equals_local_output(ray_cluster, tmp_path, small_ranges):
     logs = demo_logs(tmp_path, runs=2, seed=5, batch=3)
     with open(logs / "a.json", "ab") as f:
         f.write(b"{broken\n")
@@ -76,7 +58,7 @@ def test_ray_output_equals_local_output(cluster, tmp_path, small_ranges):
     assert local.duplicates > 1 and local.conflicts == 1 and local.bad_records == 2 and local.incomplete == 1
 
 
-def test_problems_keep_their_file_and_line_across_byte_ranges(cluster, tmp_path, small_ranges):
+def test_problems_keep_their_file_and_line_across_byte_ranges(ray_cluster, tmp_path, small_ranges):
     tid = "1" * 32
     spans = [SpanRecord(tid, f"{n:016x}", None if n == 1 else "0000000000000001", f"s{n}", T0, T0 + n) for n in range(1, 30)]
     good = [otlp_line([s]) for s in spans]
@@ -86,7 +68,7 @@ def test_problems_keep_their_file_and_line_across_byte_ranges(cluster, tmp_path,
     lines = [*good[:2], b"\n", *good[2:6], b"{broken\n", *good[6:11], orjson.dumps(bad_span) + b"\n", *good[11:]]
     src = tmp_path / "in.json"
     src.write_bytes(BOM + b"".join(lines))
-    assert len(ray_engine.split([src], 2, lambda rs: [ray_engine.count_range(r) for r in rs])) > 5
+    assert len(ranges.split([src], 2, lambda rs: [ranges.count_range(r) for r in rs])) > 5
 
     _same_outputs(tmp_path, [src])
     rows = [orjson.loads(x) for x in _sorted_lines(tmp_path / "ray" / "out.jsonl.quarantine")]
@@ -96,7 +78,7 @@ def test_problems_keep_their_file_and_line_across_byte_ranges(cluster, tmp_path,
     assert trace["trace_id"] == tid
 
 
-def test_a_file_of_another_commands_output_is_one_problem(cluster, tmp_path, small_ranges):
+def test_a_file_of_another_commands_output_is_one_problem(ray_cluster, tmp_path, small_ranges):
     logs = demo_logs(tmp_path, runs=3, seed=1, batch=2)
     convert_inputs([logs], tmp_path / "first" / "traces.jsonl")
     assert len(_sorted_lines(tmp_path / "first" / "traces.jsonl")) == 3
@@ -106,7 +88,7 @@ def test_a_file_of_another_commands_output_is_one_problem(cluster, tmp_path, sma
     assert "this is a file of converted traces" in row["reason"] and local.bad_records == 1
 
 
-def test_lines_nested_deeper_than_orjson_writes_are_shipped_whole(cluster, tmp_path, small_ranges):
+def test_lines_nested_deeper_than_orjson_writes_are_shipped_whole(ray_cluster, tmp_path, small_ranges):
     value = b'{"stringValue":"x"}'
     for _ in range(70):  # about 280 levels: orjson reads it, but writes at most 254
         value = b'{"kvlistValue":{"values":[{"key":"k","value":' + value + b"}]}}"
@@ -121,7 +103,7 @@ def test_lines_nested_deeper_than_orjson_writes_are_shipped_whole(cluster, tmp_p
     src.write_bytes(b"".join([text + b"\n", *(otlp_line([SpanRecord(t, "5" * 16, "3" * 16, "c", T0, T0 + 1)])
                                               for t in tids)]))
 
-    first = ray_engine.split([src], 1, lambda rs: [ray_engine.count_range(x) for x in rs])[0]
+    first = ranges.split([src], 1, lambda rs: [ranges.count_range(x) for x in rs])[0]
     *parts, _ = ray_engine.map_range(first, 2)  # the range holding the deep line
     assert [t.column("kind").to_pylist()[0] for t in parts] == [ray_engine._LINE] * 2
 
@@ -131,7 +113,7 @@ def test_lines_nested_deeper_than_orjson_writes_are_shipped_whole(cluster, tmp_p
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(fuzzed_lines(), min_size=1, max_size=10), st.integers(1, 3), st.randoms(use_true_random=False))
-def test_ray_equals_local_on_fuzzed_logs_split_across_files(cluster, tmp_path_factory, small_ranges, data, files, rng):
+def test_ray_equals_local_on_fuzzed_logs_split_across_files(ray_cluster, tmp_path_factory, small_ranges, data, files, rng):
     tmp = tmp_path_factory.mktemp("fuzz")
     rng.shuffle(data)
     inputs = [tmp / f"in{k}.json" for k in range(files)]
@@ -140,11 +122,11 @@ def test_ray_equals_local_on_fuzzed_logs_split_across_files(cluster, tmp_path_fa
     _same_outputs(tmp, inputs)
 
 
-def test_convert_joins_a_cluster_by_address_from_the_command_line(cluster, tmp_path):
+def test_convert_joins_a_cluster_by_address_from_the_command_line(ray_cluster, tmp_path):
     logs = demo_logs(tmp_path, runs=2, seed=3, batch=3)
     local = convert_inputs([logs], tmp_path / "local" / "out.jsonl")
     proc = subprocess.run([sys.executable, "-m", "orch_otel", "convert", str(logs), "-o", str(tmp_path / "ray" / "out.jsonl"),
-                           "--engine", "ray", "--address", cluster.address], capture_output=True, text=True, timeout=300)
+                           "--engine", "ray", "--address", ray_cluster.address], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert _sorted_lines(tmp_path / "ray" / "out.jsonl") == _sorted_lines(tmp_path / "local" / "out.jsonl")
     assert local.traces == 2
@@ -157,6 +139,20 @@ def test_one_span_per_partition_table_row_is_never_shipped(tmp_path):
     spans = [SpanRecord(f"{n:08x}" + "c" * 24, "6" * 16, None, "root", T0, T0 + 1) for n in range(1, 201)]
     src = tmp_path / "in.json"
     src.write_bytes(otlp_line(spans[:100]) + otlp_line(spans[100:]))
-    (r,) = ray_engine.split([src], 1, lambda rs: [ray_engine.count_range(x) for x in rs])
+    (r,) = ranges.split([src], 1, lambda rs: [ranges.count_range(x) for x in rs])
     *parts, problems = ray_engine.map_range(r, 2)
     assert [t.num_rows for t in parts] == [2, 2] and problems.num_rows == 0
+
+
+def test_partitions_grouped_into_fewer_tables_give_the_same_output(ray_cluster, tmp_path, small_ranges, monkeypatch):
+    """Past a few tables per CPU, a map task ships one table per group of partitions
+    (Ray's driver keeps some kilobytes per object); each reduce keeps its own rows."""
+    monkeypatch.setattr(ray_engine, "_partitions", lambda files, cpus: 5)
+    monkeypatch.setattr(ray_engine, "_groups", lambda partitions, cpus: 2)
+    logs = demo_logs(tmp_path, runs=3, seed=5, batch=2)
+    assert _same_outputs(tmp_path, [logs]).traces == 3
+    src = next(logs.glob("*.json"))
+    (r, *_) = ranges.split([src], 1, lambda rs: [ranges.count_range(x) for x in rs])
+    *groups, _ = ray_engine.map_range(r, 5, 2)
+    assert len(groups) == 2 and sum(t.num_rows for t in groups) > 0
+    assert [set(t.column("partition").to_pylist()) <= ps for t, ps in zip(groups, ({0, 1, 2}, {3, 4}))] == [True, True]

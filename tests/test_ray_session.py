@@ -15,10 +15,9 @@ from orch_otel.datasets import Config, build
 from orch_otel.offline import convert_inputs
 
 
-@pytest.fixture
-def no_ray(monkeypatch):
-    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if Ray were not installed
-    monkeypatch.setitem(sys.modules, "ray.data", None)
+@pytest.fixture(params=["ray", "pyarrow"])
+def no_ray(request, monkeypatch):
+    monkeypatch.setitem(sys.modules, request.param, None)  # its import now fails as if it were not installed
 
 
 def test_without_ray_both_commands_name_the_extra(no_ray, tmp_path, capsys):
@@ -40,7 +39,7 @@ def test_without_ray_both_commands_name_the_extra(no_ray, tmp_path, capsys):
 
 def test_a_ray_started_for_the_run_is_shut_down_and_one_the_caller_started_is_left(tmp_path):
     ray = pytest.importorskip("ray", reason="needs orch-otel[ray]")
-    pytest.importorskip("ray.data", reason="needs orch-otel[ray]")
+    pytest.importorskip("pyarrow", reason="needs orch-otel[ray]")
     # a runtime an earlier test left running would make this test's first half meaningless
     assert not ray.is_initialized(), "a Ray runtime from an earlier test is still running"
     record(tmp_path / "traces", standard_runs()[:1], capture=False)

@@ -15,15 +15,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-MISSING = ("--engine ray needs Ray Data: pip install 'orch-otel[ray]' (or 'ray[data]'); "
+MISSING = ("--engine ray needs Ray, pyarrow and numpy: pip install 'orch-otel[ray]' (or 'ray pyarrow numpy'); "
            "the default --engine local needs nothing more")
 
 
 def import_ray() -> Any:
-    """The ``ray`` module, with Ray Data loaded; ``ImportError`` naming the extra when missing."""
+    """The ``ray`` module (Ray core: both engines run plain tasks that pass Arrow
+    tables); ``ImportError`` naming the extra when one of them is missing."""
     try:
+        import numpy  # noqa: F401  (convert's tasks sort Arrow columns with it)
+        import pyarrow  # noqa: F401
         import ray
-        import ray.data  # noqa: F401
     except ImportError:
         raise ImportError(MISSING) from None
     return ray
@@ -31,14 +33,12 @@ def import_ray() -> Any:
 
 @contextmanager
 def ray_session(address: str | None = None) -> Iterator[Any]:
-    """Ray for one run, by the policy in the module doc; yields the ``ray`` module,
-    its progress bars off (the commands draw their own)."""
+    """Ray for one run, by the policy in the module doc; yields the ``ray`` module."""
     ray = import_ray()
     joined = not ray.is_initialized()
     if joined:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
         yield ray
     finally:
         if joined:

@@ -34,22 +34,34 @@ TRACE_GLOB = "*.jsonl"
 BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: some editors and Windows tools start text files with it
 
 
-def numbered_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of a file opened in binary mode; a byte order mark
-    before the first line is dropped (JSON parsers refuse it)."""
-    for lineno, raw in enumerate(handle, start=1):
+def numbered_lines(handle: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a file opened in binary mode, the first numbered
+    ``first``; a byte order mark before line 1 is dropped (JSON parsers refuse it)."""
+    for lineno, raw in enumerate(handle, start=first):
         if lineno == 1 and raw.startswith(BOM):
             raw = raw[len(BOM):]
         yield lineno, raw
 
 
-def file_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+def file_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1,
+               first: int = 1) -> Iterator[tuple[int, bytes]]:
     """(line number, line) of each non-empty line of a trace (or content)
-    file, the line end kept: the one reader of trace lines."""
+    file, the line end kept: the one reader of trace lines. ``start``, ``end``
+    (-1: the end of the file) and ``first``: only the lines of that byte range,
+    cut on line boundaries, whose first line is number ``first`` (``--engine ray``)."""
     with open(path, "rb") as handle:
-        for lineno, raw in numbered_lines(handle):
+        handle.seek(start)
+        for lineno, raw in numbered_lines(handle if end < 0 else _upto(handle, end - start), first):
             if raw.strip():
                 yield lineno, raw
+
+
+def _upto(handle: Iterable[bytes], size: int) -> Iterator[bytes]:
+    """The lines of ``handle`` that start within its next ``size`` bytes."""
+    lines = iter(handle)
+    while size > 0 and (raw := next(lines, None)) is not None:
+        size -= len(raw)
+        yield raw
 
 
 class LineFile:

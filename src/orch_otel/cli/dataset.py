@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", default="jsonl", choices=FORMATS,
                    help="jsonl (default), parquet, hf (save_to_disk), or a trainer's own: verl (Parquet: chat, turns, "
                    "triplets, groups) or art (ART trajectories: chat)")
-    p.add_argument("--engine", default="local", choices=ENGINES, help="local (default, streaming) or ray (Ray Data)")
+    p.add_argument("--engine", default="local", choices=ENGINES, help="local (default, streaming) or ray (Ray tasks, a byte range each)")
     p.add_argument("--outcomes", metavar="FILE", help="JSONL or CSV outcomes keyed by trace_id or task_id")
     p.add_argument("--allow-unknown-outcomes", action="store_true",
                    help="write the dataset even if outcome rows match no trace read")

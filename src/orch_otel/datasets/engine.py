@@ -1,7 +1,7 @@
 """The dataset pipeline: find the trace files once -> read lines -> parse and
 check -> prepare -> view rows (:func:`~.rows.process_line`) -> writer, with bad
 lines quarantined (``VIEW.rejects.jsonl``). The local engine runs the rows step
-in a loop here, the Ray engine (:mod:`.ray_engine`) in Ray Data tasks; both
+in a loop here, the Ray engine (:mod:`.ray_engine`) in Ray tasks, a range of lines each; both
 feed the same writers in the same order, so their outputs are identical."""
 
 from __future__ import annotations

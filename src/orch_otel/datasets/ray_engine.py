@@ -1,6 +1,20 @@
-"""The Ray Data engine: the same :func:`~.rows.process_line` run in Ray
-tasks, results streamed back to the driver in input order (``preserve_order``)
-and written by the same writers as the local engine (:mod:`.engine`).
+"""``orch-otel dataset --engine ray``: the same :func:`~.rows.process_line` run
+in Ray tasks that ship blocks of results, never one line at a time; the
+block design of ``orch-otel convert --engine ray``, without its shuffle (a
+line's rows need only that line).
+
+1. **split**: each trace file is cut into byte ranges on line boundaries
+   (:mod:`orch_otel.offline.ranges`, shared with convert); small tasks count
+   each range's lines first, so every reject names ``file:line`` exactly.
+2. **map**: one task per range reads its lines as the local engine's reader
+   does and runs :func:`~.rows.process_line` on each (content read through a
+   :class:`~orch_otel.tracefiles.ContentIndex` built once per worker); it
+   returns one Arrow table for the range, a row per line holding the line's
+   result as JSON.
+3. **driver**: takes the ranges' tables in input order, with a few tasks
+   ahead of it (so its memory stays bounded by that window, not the input),
+   and yields each line's result to :func:`~.engine.build`, which writes them
+   with the same writers in the same order as the local engine.
 
 Ray is joined, started and stopped by the one policy of :mod:`orch_otel._ray`:
 a Ray the caller started (``ray.init(address=...)``, to use a cluster) is used
@@ -10,7 +24,9 @@ after it.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections import deque
+from collections.abc import Generator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +34,7 @@ import orjson
 
 from .._jsonvalues import unwritable
 from .._ray import ray_session
+from ..offline.ranges import Range, count_range, split, worker_task
 from ..tracefiles import ContentIndex
 from .analysis import Config
 from .reader import RawLine, raw_lines
@@ -25,70 +42,64 @@ from .rows import process_line
 from .views import ContentMissing
 from .writers import in_row
 
-LINES_PER_BATCH = 256
+_AHEAD = 2  # ranges in flight per CPU: the next result is ready when the driver wants it
+_SLICE = 256  # result rows turned into Python objects at a time on the driver
 _indexes: dict[tuple[str, ...], ContentIndex] = {}  # per worker process: index built once
 
 
-def _table(chunk: dict[str, list[Any]]):
+def map_range(r: Range, config: Config, dirs: tuple[str, ...]) -> Any:
+    """One range's lines -> one Arrow table: a ``payload`` row (the line's result as JSON) per non-empty line."""
     import pyarrow as pa
 
-    return pa.table({"path": pa.array(chunk["path"], pa.string()), "lineno": pa.array(chunk["lineno"], pa.int64()),
-                     "raw": pa.array(chunk["raw"], pa.binary())})
-
-
-def _read_file(batch: Any) -> Iterator[Any]:
-    """One trace file (a batch of one path) -> batches of its non-empty lines."""
-    for path in batch.column("path").to_pylist():
-        chunk: dict[str, list[Any]] = {"path": [], "lineno": [], "raw": []}
-        for line in raw_lines(path):
-            chunk["path"].append(line.path)
-            chunk["lineno"].append(line.lineno)
-            chunk["raw"].append(line.raw)
-            if len(chunk["raw"]) >= LINES_PER_BATCH:
-                yield _table(chunk)
-                chunk = {"path": [], "lineno": [], "raw": []}
-        if chunk["raw"]:
-            yield _table(chunk)
-
-
-def _process(batch: Any, config: Config, dirs: tuple[str, ...]) -> Any:
-    import pyarrow as pa
-
-    store = _indexes.get(dirs)
-    if store is None:
-        store = _indexes[dirs] = ContentIndex(list(dirs))
-    payloads = []
-    columns = [batch.column(name).to_pylist() for name in ("path", "lineno", "raw")]
-    for path, lineno, raw in zip(*columns):
-        line = RawLine(path, lineno, raw)
+    with worker_task():
+        store = _indexes.get(dirs)
+        if store is None:
+            store = _indexes[dirs] = ContentIndex(list(dirs))
         try:
-            result = process_line(line, config, store)
-        except ContentMissing as exc:
-            result = {"fatal": str(exc)}
-        try:
-            payload = orjson.dumps(result)
-        except TypeError:  # rows orjson cannot write (captured content nested too deep): this trace is rejected
-            where = unwritable(result.get("rows"))
-            payload = orjson.dumps({"where": line.where, "size": len(raw) + 1, "is_trace": True,
-                                    "line": raw.decode("utf-8", "replace"),
-                                    "reject": f"cannot write {config.view} rows: {in_row(where) if where else 'TypeError'}"})
-        payloads.append(payload)
-    return pa.table({"payload": pa.array(payloads, pa.binary())})
+            payloads = [_payload(line, config, store) for line in raw_lines(r.path, r.start, r.end, r.first_line)]
+        except OSError as exc:  # the file went or cannot be read: the driver raises it, as the local engine would
+            payloads = [orjson.dumps({"fatal": str(exc), "error": "OSError"})]
+        return pa.table({"payload": pa.array(payloads, pa.binary())})
+
+
+def _payload(line: RawLine, config: Config, store: ContentIndex) -> bytes:
+    try:
+        result = process_line(line, config, store)
+    except ContentMissing as exc:
+        result = {"fatal": str(exc)}
+    try:
+        return orjson.dumps(result)
+    except TypeError:  # rows orjson cannot write (captured content nested too deep): this trace is rejected
+        where = unwritable(result.get("rows"))
+        return orjson.dumps({"where": line.where, "size": len(line.raw) + 1, "is_trace": True,
+                             "line": line.raw.decode("utf-8", "replace"),
+                             "reject": f"cannot write {config.view} rows: {in_row(where) if where else 'TypeError'}"})
+
+
+def _always(_: Path) -> bool:
+    return True  # the dataset reader reads every file as lines (no zstd): any file can be cut
 
 
 def ray_results(files: Sequence[Path], config: Config,
                 content_dirs: Sequence[str]) -> Generator[dict[str, Any], None, None]:
     """:func:`~.rows.process_line`'s result for each line of ``files``, in order."""
     with ray_session() as ray:
-        ray.data.DataContext.get_current().execution_options.preserve_order = True
         if not files:
             return
-        ds = ray.data.from_items([{"path": str(p)} for p in files], override_num_blocks=len(files))
-        ds = ds.map_batches(_read_file, batch_size=1, batch_format="pyarrow")
-        ds = ds.map_batches(_process, batch_format="pyarrow",
-                            fn_kwargs={"config": config, "dirs": tuple(content_dirs)})
-        for row in ds.iter_rows():
-            result = orjson.loads(row["payload"])
-            if "fatal" in result:
-                raise ContentMissing(result["fatal"])
-            yield result
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = ray.remote(count_range)
+        ranges = split(list(files), cpus, lambda rs: ray.get([count.remote(r, False) for r in rs]), _always)
+        task, args = ray.remote(map_range), (ray.put(config), tuple(content_dirs))
+        todo = iter(ranges)
+        pending = deque(task.remote(r, *args) for r in islice(todo, _AHEAD * cpus))
+        while pending:
+            column = ray.get(pending.popleft()).column("payload")
+            if (r := next(todo, None)) is not None:  # one more in flight before this range's rows are taken
+                pending.append(task.remote(r, *args))
+            for at in range(0, len(column), _SLICE):
+                for payload in column.slice(at, _SLICE).to_pylist():
+                    result = orjson.loads(payload)
+                    if "fatal" in result:
+                        raise (OSError if result.get("error") == "OSError" else ContentMissing)(result["fatal"])
+                    yield result
+            del column

@@ -33,10 +33,11 @@ class RawLine:
         return f"{self.path}:{self.lineno}"
 
 
-def raw_lines(path: str | os.PathLike[str]) -> Iterator[RawLine]:
-    """Every non-empty line of one trace file, without its line end."""
+def raw_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1, first: int = 1) -> Iterator[RawLine]:
+    """Every non-empty line of one trace file, without its line end; or of its
+    byte range ``start`` to ``end`` whose first line is number ``first``."""
     name = str(path)
-    for lineno, raw in file_lines(path):
+    for lineno, raw in file_lines(path, start, end, first):
         yield RawLine(name, lineno, raw.rstrip(b"\r\n"))
 
 

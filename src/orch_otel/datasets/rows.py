@@ -1,5 +1,5 @@
 """One trace line -> its dataset rows: the per-record step that the local
-engine runs in a loop and the Ray engine in Ray Data tasks (both in
+engine runs in a loop and the Ray engine in Ray tasks (both in
 :mod:`.engine`'s order, so their outputs are identical); and which files
 found in an input folder are this command's own outputs."""
 

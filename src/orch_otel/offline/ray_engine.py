@@ -22,12 +22,7 @@ started and stopped by the one policy of :mod:`orch_otel._ray`.
 
 from __future__ import annotations
 
-import ctypes
-import gc
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,124 +32,24 @@ from .._jsonvalues import json_bytes
 from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
 from ..tracefiles import BOM
-from .local import conflicting_copy, owner, rare_collections
+from .local import conflicting_copy, owner
 from .otlp_json import decode_fragment, scope_spans
 from .outputs import Converted, ConvertSummary, Options, Outputs, convert_one, record_converted
-from .readers import decode_json, is_blank, is_json_lines, malformed_line, not_a_span_file, not_spans, read_file, skip_bom
+from .ranges import Range, count_range, split
+from .ranges import file_size as _size
+from .ranges import worker_task as _task
+from .readers import decode_json, is_blank, malformed_line, not_a_span_file, not_spans, read_file, skip_bom
 from .records import BadField, Chunk, Problem, from_dump, trace_id_of
 
 _FILE_SHIFT = 40  # order = file index << 40 | line (or record) number within the file
-_RANGE_BYTES = (4 << 20, 64 << 20)  # the least and most input one map task reads
 _PARTITION_BYTES = 32 << 20  # input bytes per partition: bounds one reduce task's memory
 _MAX_PARTITIONS = 512
+_GROUPS_PER_CPU = 4
 _FRAGMENT, _RECORD, _LINE = 0, 1, 2  # what a payload is: a TracesData fragment, one JSON record, a whole line
 
 
-@dataclass(frozen=True)
-class Range:
-    """Bytes ``start`` to ``end`` of input file number ``index``; ``end`` -1:
-    the whole file, read by the local engine's reader (zstd, protobuf)."""
-
-    index: int
-    path: str
-    start: int = 0
-    end: int = -1
-    first_line: int = 1
-
-
-def split(files: list[Path], cpus: int, count_lines: Callable[[list[Range]], list[tuple[int, bool]]]) -> list[Range]:
-    """The ranges to read, in input order. ``count_lines`` runs :func:`count_range`
-    on a list of ranges (in Ray tasks): only files cut in more than one need it."""
-    sizes = [_size(p) for p in files]
-    size = min(max(sum(sizes) // (4 * cpus), _RANGE_BYTES[0]), _RANGE_BYTES[1])
-    per_file: list[list[Range]] = []
-    for i, (path, total) in enumerate(zip(files, sizes)):
-        if not is_json_lines(path):
-            per_file.append([Range(i, str(path))])
-            continue
-        bounds = [0, *_cuts(path, total, size), total]
-        per_file.append([Range(i, str(path), a, b) for a, b in zip(bounds, bounds[1:])])
-    cut = [r for ranges in per_file if len(ranges) > 1 for r in ranges]
-    counted = dict(zip(((r.index, r.start) for r in cut), count_lines(cut)))
-    out: list[Range] = []
-    for ranges in per_file:
-        if len(ranges) == 1:
-            out.extend(ranges)
-        elif not counted[(ranges[0].index, 0)][1]:  # another command's output, or no line of the first range parses
-            out.append(Range(ranges[0].index, ranges[0].path))  # read whole by the local reader, which says why
-        else:
-            line = 1
-            for r in ranges:
-                out.append(replace(r, first_line=line))
-                line += counted[(r.index, r.start)][0]
-    return out
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _cuts(path: Path, total: int, size: int) -> list[int]:
-    """Offsets near each multiple of ``size`` where a line starts."""
-    cuts: list[int] = []
-    with open(path, "rb") as f:
-        for target in range(size, total, size):
-            if cuts and cuts[-1] >= target:
-                continue
-            f.seek(target - 1)
-            f.readline()  # to the end of the line that holds byte target - 1
-            at = f.tell()
-            if at >= total:
-                break
-            cuts.append(at)
-    return cuts
-
-
-def count_range(r: Range) -> tuple[int, bool]:
-    """(newlines in ``r``; for a first range, whether the file's first parsed line
-    is spans rather than another command's output; True for other ranges)."""
-    newlines, spans = 0, r.start != 0
-    with open(r.path, "rb") as f:
-        f.seek(r.start)
-        left = r.end - r.start
-        if r.start == 0 and skip_bom(f):
-            left -= len(BOM)
-        while not spans and left > 0:
-            line = f.readline()
-            if not line:
-                break
-            left -= len(line)
-            newlines += line.endswith(b"\n")
-            value = _loads(line)
-            if value is not _BAD:
-                spans = not (type(value) is dict and not_spans(value))
-                break
-        while left > 0:
-            block = f.read(min(left, 1 << 24))
-            if not block:
-                break
-            left -= len(block)
-            newlines += block.count(b"\n")
-    return newlines, spans
-
-
-_BAD = object()
-
-
-def _loads(line: bytes) -> Any:
-    if is_blank(line):
-        return _BAD
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return _BAD
-
-
 class _Blocks:
-    """One map task's output: a table per partition, and the problems it found."""
+    """One map task's output: its rows for each partition, and the problems it found."""
 
     def __init__(self, partitions: int) -> None:
         self.partitions = partitions
@@ -173,42 +68,41 @@ class _Blocks:
         self.problems[1].append(problem.is_span)
         self.problems[2].append(problem.to_line())
 
-    def tables(self) -> list[Any]:
+    def tables(self, groups: int | None = None) -> list[Any]:
+        """One table per group of partitions (each row names its partition), then the problems table."""
         import pyarrow as pa
 
-        out = [pa.table({"order": pa.array(o, pa.int64()), "where": pa.array(w, pa.string()),
-                         "kind": pa.array(k, pa.int8()), "payload": pa.array(b, pa.binary())})
-               for o, w, k, b in self.rows]
-        o, s, b = self.problems
-        out.append(pa.table({"order": pa.array(o, pa.int64()), "is_span": pa.array(s, pa.bool_()),
-                             "payload": pa.array(b, pa.binary())}))
+        size = _group_size(self.partitions, groups or self.partitions)
+        out = []
+        for first in range(0, self.partitions, size):
+            rows = self.rows[first:first + size]
+            out.append(pa.table({
+                "partition": pa.array([p for p, r in enumerate(rows, start=first) for _ in r[0]], pa.int32()),
+                **{name: pa.array([x for r in rows for x in r[i]], t) for i, (name, t) in enumerate(
+                    (("order", pa.int64()), ("where", pa.string()), ("kind", pa.int8()), ("payload", pa.binary())))}}))
+        out.append(self.problem_table())
         return out
 
+    def problem_table(self) -> Any:
+        import pyarrow as pa
 
-@contextmanager
-def _task() -> Iterator[None]:
-    """A task in a Ray worker, a process Ray starts for this job's tasks: its GC is
-    tuned for the task, and after it the memory the task freed goes back to the
-    system, so a worker that runs many tasks does not creep up."""
-    try:
-        with rare_collections():
-            yield
-    finally:
-        gc.collect()
-        if sys.platform == "linux":  # glibc keeps the pages Python frees unless asked
-            try:
-                ctypes.CDLL(None).malloc_trim(0)
-            except (OSError, AttributeError):  # not glibc (musl)
-                pass
+        o, s, b = self.problems
+        return pa.table({"order": pa.array(o, pa.int64()), "is_span": pa.array(s, pa.bool_()),
+                         "payload": pa.array(b, pa.binary())})
 
 
-def map_range(r: Range, partitions: int) -> list[Any]:
-    """Read one range; the tables for each partition, then the problems table."""
+def map_range(r: Range, partitions: int, groups: int | None = None) -> list[Any]:
+    """Read one range; a table for each group of partitions (:func:`_group_size`;
+    default: one partition each), then the problems table."""
     with _task():
-        return _map_range(r, partitions)
+        return _map_range(r, partitions).tables(groups)
 
 
-def _map_range(r: Range, partitions: int) -> list[Any]:
+def _group_size(partitions: int, groups: int) -> int:
+    return -(-partitions // groups)
+
+
+def _map_range(r: Range, partitions: int) -> _Blocks:
     blocks = _Blocks(partitions)
     base = r.index << _FILE_SHIFT
     if r.end < 0:
@@ -219,7 +113,7 @@ def _map_range(r: Range, partitions: int) -> list[Any]:
         except Exception as exc:  # an I/O error: report it, keep what was read
             blocks.problem(base + r.first_line, Problem(r.path, f"stopped reading at byte {r.start} or after: "
                                                         f"{type(exc).__name__}: {exc}"))
-    return blocks.tables()
+    return blocks
 
 
 def _map_whole(r: Range, base: int, blocks: _Blocks) -> None:
@@ -314,8 +208,10 @@ def reduce_partition(p: int, partitions: int, options: Options, *tables: Any) ->
 
 def _reduce_partition(p: int, partitions: int, options: Options, tables: tuple[Any, ...]) -> tuple[Any, Any, dict[str, int]]:
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     table = pa.concat_tables(tables)
+    table = table.filter(pc.equal(table.column("partition"), p))  # its group's other partitions are theirs
     table = table.take(table.column("order").to_numpy().argsort(kind="stable"))
     problems = _Blocks(0)
     traces: dict[str, dict[str, SpanRecord]] = {}
@@ -347,7 +243,7 @@ def _reduce_partition(p: int, partitions: int, options: Options, tables: tuple[A
             else:
                 counts["conflicts"] += 1
                 problems.problem(order, conflicting_copy(where, span))
-    return _converted(traces, options), problems.tables()[0], counts
+    return _converted(traces, options), problems.problem_table(), counts
 
 
 def _converted(traces: dict[str, dict[str, SpanRecord]], options: Options) -> Any:
@@ -367,6 +263,14 @@ def _converted(traces: dict[str, dict[str, SpanRecord]], options: Options) -> An
              "incomplete": pa.bool_(), "failed": pa.binary(), "warning": pa.string(), "source": pa.string(),
              "definition": pa.bool_()}
     return pa.table({k: pa.array(v, types[k]) for k, v in columns.items()})
+
+
+def _groups(partitions: int, cpus: int) -> int:
+    """How many tables a map task ships: Ray's driver keeps some kilobytes for each
+    object, and one per partition and range grows with the square of the input.
+    Past ``_GROUPS_PER_CPU`` per CPU, partitions share tables: each reduce then
+    reads its group's tables and keeps its own rows."""
+    return min(partitions, _GROUPS_PER_CPU * cpus)
 
 
 def _partitions(files: list[Path], cpus: int) -> int:
@@ -405,12 +309,15 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Conv
         count = ray.remote(count_range)
         ranges = split(files, cpus, lambda rs: ray.get([count.remote(r) for r in rs]))
         partitions = _partitions(files, cpus)
-        mapper = ray.remote(map_range).options(num_returns=partitions + 1)
-        blocks = [mapper.remote(r, partitions) for r in ranges]
+        groups = _groups(partitions, cpus)
+        size = _group_size(partitions, groups)
+        groups = -(-partitions // size)
+        mapper = ray.remote(map_range).options(num_returns=groups + 1)
+        blocks = [mapper.remote(r, partitions, groups) for r in ranges]
         options_ref = ray.put(options)
         reducer = ray.remote(reduce_partition).options(num_returns=3)
-        reduced = [reducer.remote(p, partitions, options_ref, *[b[p] for b in blocks]) for p in range(partitions)]
-        read_problems = [b[partitions] for b in blocks]
+        reduced = [reducer.remote(p, partitions, options_ref, *[b[p // size] for b in blocks]) for p in range(partitions)]
+        read_problems = [b[groups] for b in blocks]
         del blocks  # the reduce tasks hold the tables they need; Ray frees them after
         _progress(ray, read_problems, ranges, files, on_bytes)
         _write_problems(ray.get(read_problems), outputs, summary, read=True)
