@@ -152,6 +152,21 @@ def parse_only(path: Path, out: Path) -> dict:
     return {}
 
 
+def arrow_only(path: Path, out: Path) -> dict:
+    """Read every line with pyarrow's JSON reader, in the columnar reader's blocks and schema
+    (one thread, as the reader runs it): the least the columnar reader costs."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    from orch_otel.offline import columnar
+
+    with open(path, "rb") as f:
+        while block := f.read(columnar.BLOCK_BYTES) + f.readline():
+            pj.read_json(pa.BufferReader(block), parse_options=columnar._PARSE,
+                         read_options=pj.ReadOptions(use_threads=False, block_size=len(block) + 1))
+    return {}
+
+
 def group_only(path: Path, out: Path) -> dict:
     """The least any converter does: parse each line, hold each span object under
     its trace id, and write a trace's span objects as one JSON line when its root
@@ -183,8 +198,10 @@ def convert(path: Path, out: Path, engine: str = "local", **options: Any) -> dic
 JOBS = os.cpu_count() or 1
 RUNS: dict[str, tuple[str, Callable[[Path, Path], dict]]] = {
     "parse": ("orjson parse only", parse_only),
+    "arrow": ("pyarrow JSON reader only (the columnar reader's schema and blocks)", arrow_only),
     "group": ("group by trace id and re-serialise (no conversion)", group_only),
     "convert": ("convert, local engine", convert),
+    "rows": ("convert, local engine, row-by-row reader (`Options(columnar=False)`)", partial(convert, columnar=False)),
     "check": ("convert, local engine + validation (`--check`)", partial(convert, check=True)),
     "jobs": (f"convert, local engine, `--jobs {JOBS}`", partial(convert, jobs=JOBS)),
     "ray": (f"convert, `--engine ray`, {JOBS} workers (Ray started before the clock)", partial(convert, engine="ray")),
@@ -201,7 +218,7 @@ def _cpu_seconds() -> float:
 def _child(argv: list[str]) -> None:
     """Subprocess: one run of one kind; print CPU and wall seconds, details and peak RSS (KiB)."""
     kind, path, out = argv[0], Path(argv[1]), Path(argv[2])
-    if kind in ("convert", "check", "jobs", "ray"):
+    if kind in ("arrow", "convert", "rows", "check", "jobs", "ray"):
         import orch_otel.offline  # noqa: F401  (imports are not part of the run)
     if kind == "ray":  # as on a running cluster: Ray is up, its worker processes start on demand (in the clock)
         import ray
@@ -306,7 +323,7 @@ def measure(src: Path, work: Path, spans: int, rounds: int) -> dict:
             rss[kind].append(m["rss_kib"])
             if kind == "convert":
                 summary = m["details"]
-            elif kind in ("jobs", "ray") and m["details"] != summary:
+            elif kind in ("rows", "jobs", "ray") and m["details"] != summary:
                 raise RuntimeError(f"{RUNS[kind][0]} counted differently: {m['details']} vs {summary}")
         print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in wall.items()), file=sys.stderr)
     ratios = {kind: [p / s for p, s in zip(seconds["parse"], seconds[kind])] for kind in RUNS}

@@ -71,7 +71,7 @@ def _run_local(files: Iterable[Path], outputs: Outputs, options: Options, summar
     for path in files:
         summary.files += 1
         callback = (lambda n, p=path: on_bytes(p, n)) if on_bytes is not None else None
-        for chunk in read_file(path, callback, keep):
+        for chunk in read_file(path, callback, keep, columnar=options.columnar):
             for problem in chunk.problems:
                 # With jobs, a bad span is reported by its trace's owner; other bad input by job 0.
                 if jobs == 1 or (owner(problem.trace_id, jobs) if problem.trace_id else 0) == job:

@@ -55,6 +55,7 @@ class Options:
     source: str = "auto"  # which instrumentation wrote the spans (foreign.SOURCES); auto: detected per trace
     capture_content: bool = False  # keep the content a foreign log carries (redacted); off: dropped
     redactors: tuple[Redactor, ...] | None = None  # with capture_content: instead of the default secret redactor
+    columnar: bool = True  # JSON lines in blocks through pyarrow where it can (offline/columnar.py); same output
 
 
 @dataclass

@@ -23,12 +23,14 @@ import base64
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
 import orjson
 
 from ..tracefiles import BOM
+from .columnar import BLOCK_BYTES, available, block_chunks, parse_block
 from .otlp_json import decode_traces_data
 from .otlp_proto import decode_message
 from .records import BadField, Chunk, Problem, from_dump
@@ -66,11 +68,13 @@ def input_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], li
 
 
 def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
-              keep: Callable[[str], bool] | None = None) -> Iterator[Chunk]:
+              keep: Callable[[str], bool] | None = None, *, columnar: bool = True) -> Iterator[Chunk]:
     """Every line or message of ``path`` as a chunk of spans and problems.
     ``on_bytes`` gets the number of (compressed) bytes read so far, now and then.
     ``keep``: a trace id filter (see :class:`~orch_otel.offline.records.Chunk`);
-    the OTLP JSON decoder applies it before decoding a span, the others after."""
+    the OTLP JSON decoder applies it before decoding a span, the others after.
+    ``columnar``: read JSON lines in blocks through :mod:`.columnar` where it
+    can (the same chunks; ``False``: line by line, the reference path)."""
     try:
         raw = open(path, "rb")
     except OSError as exc:
@@ -83,10 +87,10 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
 
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
                                        buffer_size=1 << 20)
-        if skip_bom(stream):  # a text editor's UTF-8 byte order mark: JSON lines, never length-prefixed
-            chunks = _lines(path, stream, keep)
+        if skip_bom(stream) or _is_json(stream):  # a byte order mark: JSON lines, never length-prefixed
+            chunks = _lines(path, stream, keep, columnar and available())
         else:
-            chunks = _lines(path, stream, keep) if _is_json(stream) else _messages(path, stream, keep)
+            chunks = _messages(path, stream, keep)
         n = 0
         try:
             for chunk in chunks:
@@ -178,27 +182,79 @@ def not_a_span_file(name: str, what: tuple[str, str, str]) -> Problem:
     return Problem(name, f"this is a file of {what[1]}, not spans; {what[2]}")
 
 
-def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
+def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None, columnar: bool) -> Iterator[Chunk]:
     name = str(path)
-    loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
-    first = True
-    for lineno, line in enumerate(stream, start=1):
-        if is_blank(line):
-            continue
-        chunk = Chunk(f"{name}:{lineno}", keep=keep)
-        try:
-            value = loads(line)
-        except JSONDecodeError as exc:
-            chunk.problems.append(malformed_line(chunk.where, line, exc))
-        else:
-            what = not_spans(value) if first and type(value) is dict else None
-            if what is not None:  # a whole file of another command's output: one problem, not one per line
-                yield Chunk(name, problems=[not_a_span_file(name, what)])
-                return
-            first = False
-            decode_json(value, chunk)
-            del value  # free the parsed line before the consumer runs: its objects would crowd the CPU cache
+    lines = ((lineno, line) for lineno, line in enumerate(stream, start=1) if not is_blank(line))
+    for lineno, line in lines:  # line by line up to the first JSON value: it may say the file is not spans
+        chunk, parsed, other_output = _line(name, lineno, line, keep, first=True)
         yield chunk
+        if other_output:
+            return
+        if parsed:
+            break
+    if not columnar:
+        for lineno, line in lines:
+            yield _line(name, lineno, line, keep)[0]
+        return
+    yield from _blocks(name, lines, keep)
+
+
+def _line(name: str, lineno: int, line: bytes, keep: Callable[[str], bool] | None,
+          first: bool = False) -> tuple[Chunk, bool, bool]:
+    """One JSON line through the row path: (its chunk, whether it parsed, whether
+    it is another command's output). With ``first``, such a record gives the one
+    problem for the whole file."""
+    chunk = Chunk(f"{name}:{lineno}", keep=keep)
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        chunk.problems.append(malformed_line(chunk.where, line, exc))
+        return chunk, False, False
+    what = not_spans(value) if first and type(value) is dict else None
+    if what is not None:  # a whole file of another command's output: one problem, not one per line
+        return Chunk(name, problems=[not_a_span_file(name, what)]), True, True
+    decode_json(value, chunk)
+    del value  # free the parsed line before the consumer runs: its objects would crowd the CPU cache
+    return chunk, True, False
+
+
+def _blocks(name: str, lines: Iterator[tuple[int, bytes]], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
+    """The lines in blocks through :mod:`.columnar`, each block parsed on a helper
+    thread while the one before is decoded here; a block it cannot read goes line by line."""
+    def blocks() -> Iterator[tuple[list[int], list[bytes], bytes]]:
+        numbers: list[int] = []
+        raw: list[bytes] = []
+        size = 0
+        for lineno, line in lines:
+            numbers.append(lineno)
+            raw.append(line)
+            size += len(line)
+            if size >= BLOCK_BYTES:
+                yield numbers, raw, _joined(raw)
+                numbers, raw, size = [], [], 0
+        if raw:
+            yield numbers, raw, _joined(raw)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="orch-otel-json") as pool:
+        todo = blocks()
+        block = next(todo, None)
+        parsing = pool.submit(parse_block, block[2], len(block[0])) if block else None
+        while block is not None and parsing is not None:
+            numbers, raw, _ = block
+            parsed = parsing.result()
+            block = next(todo, None)
+            parsing = pool.submit(parse_block, block[2], len(block[0])) if block else None
+            chunks = block_chunks(name, numbers, parsed, keep) if parsed is not None else None
+            if chunks is not None:
+                yield from chunks
+            else:
+                for lineno, line in zip(numbers, raw):
+                    yield _line(name, lineno, line, keep)[0]
+
+
+def _joined(lines: list[bytes]) -> bytes:
+    block = b"".join(lines)
+    return block if block.endswith(b"\n") else block + b"\n"
 
 
 def _messages(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
