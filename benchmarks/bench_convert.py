@@ -160,6 +160,7 @@ def arrow_only(path: Path, out: Path) -> dict:
 
     from orch_otel.offline import columnar
 
+    columnar.available()  # imports pyarrow and makes the schema
     with open(path, "rb") as f:
         while block := f.read(columnar.BLOCK_BYTES) + f.readline():
             pj.read_json(pa.BufferReader(block), parse_options=columnar._PARSE,
@@ -325,6 +326,8 @@ def measure(src: Path, work: Path, spans: int, rounds: int) -> dict:
                 summary = m["details"]
             elif kind in ("rows", "jobs", "ray") and m["details"] != summary:
                 raise RuntimeError(f"{RUNS[kind][0]} counted differently: {m['details']} vs {summary}")
+        if r == 0 and (work / "out-rows.jsonl").read_bytes() != (work / "out-convert.jsonl").read_bytes():
+            raise RuntimeError("the columnar and the row-by-row reader wrote different traces")
         print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in wall.items()), file=sys.stderr)
     ratios = {kind: [p / s for p, s in zip(seconds["parse"], seconds[kind])] for kind in RUNS}
     wall_ratios = {kind: [p / s for p, s in zip(wall["parse"], wall[kind])] for kind in RUNS}

@@ -140,3 +140,12 @@ def small_ranges(monkeypatch):
     from orch_otel.offline import ranges
 
     monkeypatch.setattr(ranges, "_RANGE_BYTES", (512, 512))
+
+
+@pytest.fixture
+def columnar_everywhere(monkeypatch):
+    """The columnar reader takes files of any size (by default only large ones, which
+    pay back pyarrow's import), so that the tests' small logs go through it."""
+    from orch_otel.offline import readers
+
+    monkeypatch.setattr(readers, "MIN_FILE_BYTES", 0)

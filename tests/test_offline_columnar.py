@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import json
 import random
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -22,6 +24,7 @@ from orch_otel.offline.columnar import decode_block
 from orch_otel.tracefiles import BOM
 
 pytest.importorskip("pyarrow", reason="the columnar reader needs pyarrow (the datasets or ray extra)")
+pytestmark = pytest.mark.usefixtures("columnar_everywhere")
 
 T0 = 1_700_000_000_000_000_000
 TRACES = [f"{n:032x}" for n in range(1, 5)]
@@ -215,3 +218,15 @@ def test_recorded_demo_runs_are_read_in_arrow_and_convert_the_same(tmp_path):
         summary = convert_inputs([logs], out, options=Options(columnar=columnar))
         outs[columnar] = (summary.as_dict(), out.read_bytes())
     assert outs[True] == outs[False] and outs[True][0]["traces"] == 3
+
+
+def test_a_small_file_is_read_line_by_line_without_importing_pyarrow(tmp_path):
+    """pyarrow's import (about 0.2 s and 60 MiB) is paid back only by large files."""
+    src = tmp_path / "in.json"
+    src.write_bytes(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": TRACES[0], "spanId": SPANS[0], "startTimeUnixNano": str(T0)}]}]}]}) + b"\n")
+    code = ("import sys; from orch_otel.offline import convert_inputs; "
+            f"s = convert_inputs([{str(src)!r}], {str(tmp_path / 'out.jsonl')!r}); "
+            "print(s.traces, 'pyarrow' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == ["1", "False"]

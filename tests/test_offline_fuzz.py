@@ -6,6 +6,7 @@ spans read == spans converted + spans quarantined + duplicates dropped."""
 from __future__ import annotations
 
 import orjson
+import pytest
 from conftest import check_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ T0 = 1_700_000_000_000_000_000
 TRACES = [f"{n:032x}" for n in range(1, 4)]
 SPAN_IDS = [f"{n:016x}" for n in range(1, 7)]  # few ids: duplicates, conflicts and cycles happen often
 OPS = ["invoke_agent", "invoke_workflow", "execute_tool", "chat", "other"]
+pytestmark = pytest.mark.usefixtures("columnar_everywhere")  # the fuzz corpus runs through the columnar reader too
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 

@@ -14,7 +14,7 @@ The fixed schema also bounds nesting: Arrow's reader is quadratic in depth,
 and crashes the process on very deep input, when it has to infer the schema.
 
 pyarrow comes with the ``datasets`` and ``ray`` extras; without it every
-block takes the row path.
+block takes the row path, as do files smaller than :data:`MIN_FILE_BYTES`.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from ..spans import EventRecord, LinkRecord, SpanRecord
 from .otlp_json import _KIND, _STATUS, any_value
 from .records import BadField, Chunk, span_id_of, trace_id_of
 
-try:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.json as pj
-except ImportError:  # pragma: no cover - the core install
-    pa = None
+pa: Any = None  # pyarrow and its modules, imported by the first available()
+pc: Any = None
+pj: Any = None
+_PARSE: Any = None
+_loaded: bool | None = None
 
+MIN_FILE_BYTES = 32 << 20  # smaller files: the row path (no pyarrow import to pay back)
 BLOCK_BYTES = 2 << 20  # input per block: enough rows for Arrow to pay, few spans held at once
 _SCALARS = ("stringValue", "intValue", "boolValue", "doubleValue")
 _IS_REMOTE = 0x200
@@ -62,22 +62,33 @@ def _schema() -> Any:
     return pa.schema([("resourceSpans", pa.list_(resource_spans))])
 
 
-_PARSE = pj.ParseOptions(explicit_schema=_schema(), unexpected_field_behavior="error") if pa is not None else None
-
-
 class _Row(Exception):
     """This block is not in the canonical shape: the row path reads it."""
 
 
 def available() -> bool:
-    return pa is not None
+    """Whether pyarrow is installed; it is imported on the first call, so that a
+    command that reads no large file does not pay for the import (0.2 s, 60 MiB)."""
+    global pa, pc, pj, _PARSE, _loaded
+    if _loaded is None:
+        try:
+            import pyarrow
+            import pyarrow.compute
+            import pyarrow.json
+        except ImportError:  # the core install
+            _loaded = False
+        else:
+            pa, pc, pj = pyarrow, pyarrow.compute, pyarrow.json
+            _PARSE = pj.ParseOptions(explicit_schema=_schema(), unexpected_field_behavior="error")
+            _loaded = True
+    return _loaded
 
 
 def parse_block(block: bytes, lines: int) -> Any:
     """``block`` (``lines`` JSON lines) parsed against the schema, or ``None`` when the
     row path must read it. Arrow parses in C++ without the GIL, so this can run on
     another thread while the caller converts the block before."""
-    if pa is None or b"null" in block:
+    if not available() or b"null" in block:
         return None
     if not block.isascii():
         if b"\xef\xbb\xbf" in block:  # a byte order mark inside the file: orjson refuses it

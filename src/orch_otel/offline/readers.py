@@ -30,7 +30,7 @@ from typing import IO
 import orjson
 
 from ..tracefiles import BOM
-from .columnar import BLOCK_BYTES, available, block_chunks, parse_block
+from .columnar import BLOCK_BYTES, MIN_FILE_BYTES, available, block_chunks, parse_block
 from .otlp_json import decode_traces_data
 from .otlp_proto import decode_message
 from .records import BadField, Chunk, Problem, from_dump
@@ -73,8 +73,9 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
     ``on_bytes`` gets the number of (compressed) bytes read so far, now and then.
     ``keep``: a trace id filter (see :class:`~orch_otel.offline.records.Chunk`);
     the OTLP JSON decoder applies it before decoding a span, the others after.
-    ``columnar``: read JSON lines in blocks through :mod:`.columnar` where it
-    can (the same chunks; ``False``: line by line, the reference path)."""
+    ``columnar``: read JSON lines of a large file in blocks through
+    :mod:`.columnar` where it can (the same chunks; ``False``: line by line,
+    the reference path)."""
     try:
         raw = open(path, "rb")
     except OSError as exc:
@@ -88,7 +89,8 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
                                        buffer_size=1 << 20)
         if skip_bom(stream) or _is_json(stream):  # a byte order mark: JSON lines, never length-prefixed
-            chunks = _lines(path, stream, keep, columnar and available())
+            columnar = columnar and os.fstat(raw.fileno()).st_size >= MIN_FILE_BYTES and available()
+            chunks = _lines(path, stream, keep, columnar)
         else:
             chunks = _messages(path, stream, keep)
         n = 0
