@@ -5,7 +5,7 @@ records column by column.
 
 It reads only the canonical shape that exporters write: the fields of the
 schema below and no others, lowercase hex ids, integer enums, decimal-string
-times and ``intValue``s, one value per ``AnyValue``, arrays of scalars, no
+times and ``intValue``s, one value per ``AnyValue``, arrays and kvlists of scalars, no
 JSON ``null`` (Arrow cannot tell ``null`` from absent; the row path treats
 them differently). Any other block is given back (``None``) and the row path
 (:mod:`.otlp_json`) reads it, with its exact problems and ``file:line``s, so
