@@ -9,10 +9,10 @@ import sys
 
 import orjson
 import pytest
+from fuzz_strategies import lines as fuzzed_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from offline_support import demo_logs, otlp_line, zstd
-from test_offline_fuzz import lines as fuzzed_lines
 
 from orch_otel.offline import Options, convert_inputs, ranges, ray_engine
 from orch_otel.spans import SpanRecord
