@@ -148,11 +148,11 @@ def test_partitions_grouped_into_fewer_tables_give_the_same_output(ray_cluster, 
     """Past a few tables per CPU, a map task ships one table per group of partitions
     (Ray's driver keeps some kilobytes per object); each reduce keeps its own rows."""
     monkeypatch.setattr(ray_engine, "_partitions", lambda files, cpus: 5)
-    monkeypatch.setattr(ray_engine, "_groups", lambda partitions, cpus: 2)
+    monkeypatch.setattr(ray_engine, "_group_size", lambda partitions, cpus: 3)
     logs = demo_logs(tmp_path, runs=3, seed=5, batch=2)
     assert _same_outputs(tmp_path, [logs]).traces == 3
     src = next(logs.glob("*.json"))
     (r, *_) = ranges.split([src], 1, lambda rs: [ranges.count_range(x) for x in rs])
-    *groups, _ = ray_engine.map_range(r, 5, 2)
+    *groups, _ = ray_engine.map_range(r, 5, 3)
     assert len(groups) == 2 and sum(t.num_rows for t in groups) > 0
     assert [set(t.column("partition").to_pylist()) <= ps for t, ps in zip(groups, ({0, 1, 2}, {3, 4}))] == [True, True]

@@ -68,11 +68,10 @@ class _Blocks:
         self.problems[1].append(problem.is_span)
         self.problems[2].append(problem.to_line())
 
-    def tables(self, groups: int | None = None) -> list[Any]:
-        """One table per group of partitions (each row names its partition), then the problems table."""
+    def tables(self, size: int = 1) -> list[Any]:
+        """One table per group of ``size`` partitions (each row names its partition), then the problems table."""
         import pyarrow as pa
 
-        size = _group_size(self.partitions, groups or self.partitions)
         out = []
         for first in range(0, self.partitions, size):
             rows = self.rows[first:first + size]
@@ -91,15 +90,11 @@ class _Blocks:
                          "payload": pa.array(b, pa.binary())})
 
 
-def map_range(r: Range, partitions: int, groups: int | None = None) -> list[Any]:
-    """Read one range; a table for each group of partitions (:func:`_group_size`;
-    default: one partition each), then the problems table."""
+def map_range(r: Range, partitions: int, group_size: int = 1) -> list[Any]:
+    """Read one range; a table for each group of ``group_size`` partitions
+    (:func:`_group_size`), then the problems table."""
     with _task():
-        return _map_range(r, partitions).tables(groups)
-
-
-def _group_size(partitions: int, groups: int) -> int:
-    return -(-partitions // groups)
+        return _map_range(r, partitions).tables(group_size)
 
 
 def _map_range(r: Range, partitions: int) -> _Blocks:
@@ -265,12 +260,13 @@ def _converted(traces: dict[str, dict[str, SpanRecord]], options: Options) -> An
     return pa.table({k: pa.array(v, types[k]) for k, v in columns.items()})
 
 
-def _groups(partitions: int, cpus: int) -> int:
-    """How many tables a map task ships: Ray's driver keeps some kilobytes for each
-    object, and one per partition and range grows with the square of the input.
-    Past ``_GROUPS_PER_CPU`` per CPU, partitions share tables: each reduce then
-    reads its group's tables and keeps its own rows."""
-    return min(partitions, _GROUPS_PER_CPU * cpus)
+def _group_size(partitions: int, cpus: int) -> int:
+    """How many partitions share a map task's table: Ray's driver keeps some
+    kilobytes for each object, and a table per partition and range grows with
+    the square of the input. Past ``_GROUPS_PER_CPU`` tables per CPU,
+    partitions share them: each reduce then reads its group's tables and
+    keeps its own rows."""
+    return -(-partitions // min(partitions, _GROUPS_PER_CPU * cpus))
 
 
 def _partitions(files: list[Path], cpus: int) -> int:
@@ -309,11 +305,10 @@ def run_ray(files: list[Path], outputs: Outputs, options: Options, summary: Conv
         count = ray.remote(count_range)
         ranges = split(files, cpus, lambda rs: ray.get([count.remote(r) for r in rs]))
         partitions = _partitions(files, cpus)
-        groups = _groups(partitions, cpus)
-        size = _group_size(partitions, groups)
+        size = _group_size(partitions, cpus)
         groups = -(-partitions // size)
         mapper = ray.remote(map_range).options(num_returns=groups + 1)
-        blocks = [mapper.remote(r, partitions, groups) for r in ranges]
+        blocks = [mapper.remote(r, partitions, size) for r in ranges]
         options_ref = ray.put(options)
         reducer = ray.remote(reduce_partition).options(num_returns=3)
         reduced = [reducer.remote(p, partitions, options_ref, *[b[p // size] for b in blocks]) for p in range(partitions)]
