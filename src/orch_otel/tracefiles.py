@@ -51,12 +51,12 @@ def file_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1,
     cut on line boundaries, whose first line is number ``first`` (``--engine ray``)."""
     with open(path, "rb") as handle:
         handle.seek(start)
-        for lineno, raw in numbered_lines(handle if end < 0 else _upto(handle, end - start), first):
+        for lineno, raw in numbered_lines(handle if end < 0 else lines_within(handle, end - start), first):
             if raw.strip():
                 yield lineno, raw
 
 
-def _upto(handle: Iterable[bytes], size: int) -> Iterator[bytes]:
+def lines_within(handle: Iterable[bytes], size: int) -> Iterator[bytes]:
     """The lines of ``handle`` that start within its next ``size`` bytes."""
     lines = iter(handle)
     while size > 0 and (raw := next(lines, None)) is not None:

@@ -31,7 +31,7 @@ import orjson
 from .._jsonvalues import json_bytes
 from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
-from ..tracefiles import BOM
+from ..tracefiles import BOM, lines_within
 from .local import conflicting_copy, owner
 from .otlp_json import decode_fragment, scope_spans
 from .outputs import Converted, ConvertSummary, Options, Outputs, convert_one, record_converted
@@ -130,24 +130,22 @@ def _map_lines(r: Range, base: int, blocks: _Blocks) -> None:
         left = r.end - r.start
         if r.start == 0 and skip_bom(f):  # a text editor's UTF-8 byte order mark, as the local reader skips it
             left -= len(BOM)
-        for lineno, line in enumerate(f, start=r.first_line):
-            left -= len(line)
-            if not is_blank(line):
-                where = f"{r.path}:{lineno}"
-                try:
-                    value = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    blocks.problem(base + lineno, malformed_line(where, line, exc))
-                else:
-                    if check_first:
-                        what = not_spans(value) if type(value) is dict else None
-                        if what is not None:
-                            blocks.problem(base + lineno, not_a_span_file(r.path, what))
-                            return
-                        check_first = False
-                    _map_value(value, line, base + lineno, where, blocks, partitions, partition_of)
-            if left <= 0:
-                return
+        for lineno, line in enumerate(lines_within(f, left), start=r.first_line):
+            if is_blank(line):
+                continue
+            where = f"{r.path}:{lineno}"
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                blocks.problem(base + lineno, malformed_line(where, line, exc))
+                continue
+            if check_first:
+                what = not_spans(value) if type(value) is dict else None
+                if what is not None:
+                    blocks.problem(base + lineno, not_a_span_file(r.path, what))
+                    return
+                check_first = False
+            _map_value(value, line, base + lineno, where, blocks, partitions, partition_of)
 
 
 def _map_value(value: Any, line: bytes, order: int, where: str, blocks: _Blocks, partitions: int,
