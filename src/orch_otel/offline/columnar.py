@@ -24,7 +24,7 @@ from itertools import islice, repeat
 from typing import Any
 
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .otlp_json import _KIND, _STATUS, any_value
+from .otlp_json import _IS_REMOTE, _KIND, _STATUS, any_value
 from .records import BadField, Chunk, span_id_of, trace_id_of
 
 pa: Any = None  # pyarrow and its modules, imported by the first available()
@@ -36,7 +36,6 @@ _loaded: bool | None = None
 MIN_FILE_BYTES = 32 << 20  # smaller files: the row path (no pyarrow import to pay back)
 BLOCK_BYTES = 2 << 20  # input per block: enough rows for Arrow to pay, few spans held at once
 _SCALARS = ("stringValue", "intValue", "boolValue", "doubleValue")
-_IS_REMOTE = 0x200
 _NO_RESOURCE: dict[str, Any] = {}
 _HEX32, _HEX16, _DIGITS, _INT = "^[0-9a-f]{32}$", "^[0-9a-f]{16}$", "^[0-9]+$", "^-?[0-9]+$"
 
