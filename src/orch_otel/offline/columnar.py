@@ -24,8 +24,8 @@ from itertools import islice, repeat
 from typing import Any
 
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .otlp_json import _IS_REMOTE, _KIND, _STATUS, any_value
-from .records import BadField, Chunk, span_id_of, trace_id_of
+from .otlp_json import _KIND, _STATUS, any_value
+from .records import REMOTE_PARENT, BadField, Chunk, span_id_of, trace_id_of
 
 pa: Any = None  # pyarrow and its modules, imported by the first available()
 pc: Any = None
@@ -260,7 +260,7 @@ def _records(spans: Any) -> list[SpanRecord]:
         raise _Row
     status = field("status")
     codes, messages = _enum(pc.struct_field(status, "code"), _STATUS), _strings(pc.struct_field(status, "message"))
-    remote_bit = pc.not_equal(pc.bit_wise_and(pc.fill_null(field("flags"), 0), _IS_REMOTE), 0)
+    remote_bit = pc.not_equal(pc.bit_wise_and(pc.fill_null(field("flags"), 0), REMOTE_PARENT), 0)
     remote = pc.and_(pc.is_valid(parents), remote_bit).to_pylist()
     return list(map(SpanRecord, field("traceId").to_pylist(), span_ids.to_pylist(), parents.to_pylist(),
                     _strings(field("name")), start.to_pylist(), end.to_pylist(), codes, messages,

@@ -19,13 +19,12 @@ from typing import Any
 
 from .._jsonvalues import INT64_MAX, INT64_MIN
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .records import KINDS, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
+from .records import KINDS, REMOTE_PARENT, BadField, Chunk, Problem, _short, list_field, span_id_of, trace_id_of, uint_of
 
 _STATUS: dict[int | str, str] = {0: "unset", 1: "ok", 2: "error",
            "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
 _KIND: dict[int | str, str] = {**dict(enumerate(KINDS)), **{f"SPAN_KIND_{k.upper()}": k for k in KINDS},
                                "SPAN_KIND_UNSPECIFIED": "internal"}
-_IS_REMOTE = 0x200  # SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
 _DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -227,7 +226,7 @@ def span_of(s: dict[str, Any], resource: dict[str, Any], scope: str, trace_id: s
         _events(events) if events else (),
         _links(links) if links else (),
         resource,
-        parent_id is not None and bool(flags & _IS_REMOTE),
+        parent_id is not None and bool(flags & REMOTE_PARENT),
         kind,
         scope,
         scope_version,

@@ -7,10 +7,9 @@ import base64
 from typing import Any
 
 from ..spans import EventRecord, LinkRecord, SpanRecord
-from .records import KINDS, BadField, Chunk, Problem
+from .records import KINDS, REMOTE_PARENT, BadField, Chunk, Problem
 
 _STATUS = {0: "unset", 1: "ok", 2: "error"}
-_IS_REMOTE = 0x200
 
 
 def _traces_data_type() -> Any:
@@ -69,7 +68,7 @@ def span_of(s: Any, resource: dict[str, Any], scope: str = "", scope_version: st
         tuple(LinkRecord(_id(link.trace_id, 16, "links.trace_id"), _id(link.span_id, 8, "links.span_id"),
                          attributes(link.attributes)) for link in s.links),
         resource,
-        parent_id is not None and bool(s.flags & _IS_REMOTE),
+        parent_id is not None and bool(s.flags & REMOTE_PARENT),
         KINDS[s.kind],
         scope,
         scope_version,

@@ -25,6 +25,7 @@ _SPAN_ID = re.compile(r"[0-9a-f]{16}\Z")
 _ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
 _STATUSES = frozenset({"unset", "ok", "error"})
 KINDS = ("internal", "internal", "server", "client", "producer", "consumer")  # by OTLP SpanKind number
+REMOTE_PARENT = 0x200  # OTLP span flags: SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
 
 
 class BadField(ValueError):
