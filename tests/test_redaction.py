@@ -71,6 +71,17 @@ def test_the_default_redactor_leaves_look_alikes_alone(text):
     assert redact_secrets(text) == text
 
 
+@pytest.mark.parametrize("text", [
+    "client(api_key=sk-live0123456789abcdefXYZ)",
+    "token=sk-live0123456789abcdefXYZ) and more",
+    "{'secret': 'sk-live0123456789abcdefXYZ'}",
+])
+def test_a_key_already_redacted_keeps_the_characters_after_it(text):
+    # The key=value rule runs after the sk- rule: it must not swallow the ')' or quote after the marker.
+    expected = text.replace("sk-live0123456789abcdefXYZ", "[REDACTED]")
+    assert redact_secrets(text) == expected
+
+
 def _unbounded_repeats(tree: Any) -> list[str]:
     """Repetitions with no upper bound in a parsed pattern (the cause of quadratic backtracking)."""
     if sys.version_info >= (3, 11):

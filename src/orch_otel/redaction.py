@@ -82,11 +82,12 @@ _PATTERNS: tuple[tuple[re.Pattern[str], _Replacement, tuple[str, ...]], ...] = (
     # scheme://user:password@host
     (re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,31}://[^:/\s\"'@]{1,256}:)[^@\s\"'/]{1,256}(@)"),
      r"\1" + REDACTED + r"\2", ("://",)),
-    # password=..., "api_key": "...", token: ... (quotes may be escaped, once or more, in nested JSON)
+    # password=..., "api_key": "...", token: ... (quotes may be escaped, once or more, in nested JSON); a value an
+    # earlier pattern already replaced is matched as that marker alone, so what follows it is kept
     (re.compile(
         r"(?i)(?<![A-Za-z0-9])((?:aws_?secret_?access_?key|client_?secret|private_?key|api[_\-]?key|secret|password|passwd"
         r"|pwd|access[_\-]?token|token)(?:\\{0,7}[\"'])?)((?:\\{0,7}[\"'])?[ \t]{0,4}[:=][ \t]{0,4}(?:\\{0,7}[\"'])?)"
-        r"[^\"'\s,&\\]{4,1024}"),
+        r"(?:\[REDACTED\]|[^\"'\s,&\\]{4,1024})"),
      r"\1\2" + REDACTED, ("key", "secret", "pass", "pwd", "token")),
     (re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), _mixed_key, ()),
     (re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}"
