@@ -136,8 +136,10 @@ def test_cli_refuses_a_format_that_does_not_fit(runs, tmp_path, capsys):
 
 def test_trainer_formats_need_captured_content(runs, tmp_path):
     base, _ = runs
-    summary = build([base / "refs_only"], tmp_path, Config(view="turns"), fmt="verl")
-    assert summary.traces_skipped == 7 and summary.rows_written == 0  # turns alone would not need it
+    # turns alone would not need it; every trace lacks it, so no row: an error, not an empty success
+    with pytest.raises(ContentMissing, match="none of the 7 trace"):
+        build([base / "refs_only"], tmp_path / "plain", Config(view="turns"), fmt="verl")
+    assert not (tmp_path / "plain" / "turns.verl.parquet").exists()
     with pytest.raises(ContentMissing, match="the turns view needs captured content"):
         build([base / "refs_only"], tmp_path / "strict", Config(view="turns"), fmt="verl", strict=True)
     with pytest.raises(ContentMissing, match="the groups view needs captured content"):

@@ -346,3 +346,18 @@ def test_raw_autogen_messages_of_older_recordings_read_as_tool_calls():
     ]
     create_result = {"finish_reason": "function_calls", "content": calls, "usage": {}, "cached": False, "thought": None}
     assert normalize_output(create_result) == {"role": "assistant", "content": "", "tool_calls": openai_calls}
+
+
+@pytest.mark.parametrize("view", ["chat", "triplets"])
+def test_a_content_view_of_traces_without_any_content_fails_instead_of_writing_nothing(recorded, tmp_path, capsys, view):
+    """Runs recorded with capture off: every trace is skipped, so there is no row; exit 1 with how to capture,
+    not exit 0 with an empty file (issue 32, item 19)."""
+    from orch_otel.cli import main
+
+    base, _ = recorded
+    code = main(["dataset", str(base / "refs_only"), "-o", str(tmp_path / "out"), "--view", view])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "none of the 3 trace(s) read has the captured content" in err
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in err
+    assert not (tmp_path / "out" / f"{view}.jsonl").exists()

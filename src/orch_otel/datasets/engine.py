@@ -139,13 +139,14 @@ def build(
 
     A trace whose LLM calls lack captured content gives no chat / triplets
     rows: it is skipped and counted (``DatasetSummary.traces_skipped``,
-    ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``.
+    ``skipped_trace_ids``); with ``strict`` it raises ``ContentMissing``, and
+    also without it when every trace read was skipped (no row to write).
     A later line with a trace id read already is dropped (``duplicates``;
     ``conflicting_duplicates`` and a reject when it differs from the first).
 
     Raises ``NoTraces`` (no trace line in the inputs), ``AllRejected`` (every
     line rejected), ``RewardSpecError`` (a ``--reward`` term that names no
-    reward or metric), ``ContentMissing`` (``strict``) and ``OutcomeError``
+    reward or metric), ``ContentMissing`` (``strict``, or no trace with content) and ``OutcomeError``
     (outcome rows that match no trace). Every output (dataset, rejects,
     content copy, summary) is written under a hidden partial name and moved
     into place only on success, so on any of these errors the previous
@@ -236,6 +237,7 @@ class _Intake:
                  strict: bool) -> None:
         self.summary, self.config, self.writer, self.quarantine = summary, config, writer, quarantine
         self.contents, self.progress, self.strict = contents, progress, strict
+        self.missing_content = ""  # the reason of the last trace skipped for lack of content
         self.trace_ids: set[str] = set()
         self.task_ids: set[str] = set()
         self.reward_names: set[str] = set()
@@ -268,6 +270,7 @@ class _Intake:
                 raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
             summary.traces_skipped += 1
             summary.skipped_trace_ids.append(result["trace_id"])
+            self.missing_content = result["missing_content"]
             self._seen(result)
         else:
             summary.traces_read += 1
@@ -321,6 +324,10 @@ class _Intake:
             raise NoBranches(f"none of the {summary.traces_read} trace(s) read is a branch of a fork (no event has a "
                              f"`fork` field): the {config.view} view is built from the branches that "
                              "`orch-otel replay TRACES --app MODULE:FACTORY --fork EVENT_ID --choose-each` writes")
+        if not summary.traces_used and summary.traces_skipped:
+            # zero rows must not look like success: every trace lacked the content this view needs
+            raise ContentMissing(f"none of the {summary.traces_read} trace(s) read has the captured content the "
+                                 f"{config.view} view needs, so there is no row to write. {self.missing_content}")
         if not summary.traces_used and not summary.traces_skipped:
             if not rejected:
                 raise NoTraces(f"no trace found in {', '.join(names)} (trace files are *.jsonl, one trace per line, "
