@@ -125,3 +125,25 @@ def test_demo_falls_back_to_the_decorator_app_without_langgraph(monkeypatch):
     console = Console(record=True)
     assert demo_command._demo_app(console) is decorator_demo.run
     assert "LangGraph is not installed" in console.export_text()
+
+
+@pytest.mark.parametrize("argv, usage, named", [
+    (["dataset", "traces", "-o", "out", "--veiw", "decisions"], "usage: orch-otel dataset",
+     "unknown option --veiw (did you mean --view?)"),
+    (["replay", "traces", "--app", "m:f", "--fork", "e5", "--choose-eech"], "usage: orch-otel replay",
+     "unknown option --choose-eech (did you mean --choose-each?)"),
+    (["spool", "replay", "--include-lve"], "usage: orch-otel spool replay",
+     "unknown option --include-lve (did you mean --include-live?)"),
+])
+def test_a_misspelt_option_is_named_with_its_commands_usage(capsys, argv, usage, named):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and named in err
+    assert "the following arguments are required" not in err
+
+
+def test_abbreviated_options_still_work(tmp_path, capsys):
+    # argparse accepts a unique prefix; the misspelling check must not refuse it
+    assert main(["dataset", str(tmp_path / "none"), "-o", str(tmp_path / "out"), "--vi", "decisions", "--form", "jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "unknown option" not in err

@@ -6,6 +6,7 @@ error or no input."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -31,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        argv = list(sys.argv[1:] if argv is None else argv)
+        _refuse_unknown_options(parser, argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except ModuleNotFoundError as exc:
@@ -48,6 +52,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"orch-otel {args.command}: interrupted", file=sys.stderr)
         return 130
 
+
+
+def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """A misspelt option is named, with the command's own usage and the nearest option, before argparse
+    would report a required option as missing (``--veiw``) or print the top-level usage (``--choose-eech``)."""
+    command, rest = parser, argv
+    while True:  # down to the innermost command named (``spool replay``)
+        commands = next((a.choices for a in command._actions if isinstance(a, argparse._SubParsersAction)), {})
+        at = next((i for i, word in enumerate(rest) if word in commands), None)
+        if at is None:
+            break
+        command, rest = commands[rest[at]], rest[at + 1:]
+    if command is parser:
+        return
+    known = list(command._option_string_actions)
+    for word in rest:
+        if word == "--":
+            return
+        name = word.partition("=")[0]
+        if not name.startswith("--") or name in known or sum(k.startswith(name) for k in known) == 1:
+            continue  # a value, a known option, or a unique abbreviation (argparse accepts those)
+        nearest = difflib.get_close_matches(name, known, n=1)
+        command.error(f"unknown option {name}" + (f" (did you mean {nearest[0]}?)" if nearest else ""))
 
 
 def _needs_cli_extra(exc: ModuleNotFoundError) -> int:
