@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 SEED_DIR = Path(os.environ.get("ORCH_OTEL_SEED_DIR", REPO.parent / "shared" / "reference"))
 SEED_SCHEMA = SEED_DIR / "trace_schema.json"
 SEED_MISSING = (
-    f"the seed schema {SEED_SCHEMA} is absent (it sits in ../shared/reference beside the clone in CI); "
-    "set ORCH_OTEL_SEED_DIR to check against it"
+    f"the paper's seed schema is not at {SEED_SCHEMA}: put trace_schema.json there (a shared/reference folder "
+    "beside this checkout) or set ORCH_OTEL_SEED_DIR to the folder that holds it"
 )
 
 _seed_validator = Draft202012Validator(json.loads(SEED_SCHEMA.read_text())) if SEED_SCHEMA.is_file() else None

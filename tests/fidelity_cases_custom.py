@@ -60,7 +60,7 @@ def planner_executor_critic() -> None:
         orch_otel.delegate("planner", options=options)
         with orch_otel.agent("planner", role="planner"):
             _think("planner-llm", "plan")
-            orch_otel.message("the plan", to="executor")
+            orch_otel.message("the plan", recipients=["executor"])
         for attempt in (1, 2):
             orch_otel.delegate("executor", options=options)
             with orch_otel.agent("executor", role="executor"):
@@ -69,7 +69,7 @@ def planner_executor_critic() -> None:
             with orch_otel.agent("critic", role="critic"):
                 _think("critic-llm", f"review {attempt}")
                 if attempt == 1:
-                    orch_otel.message("fix the edge case", to="executor")
+                    orch_otel.message("fix the edge case", recipients=["executor"])
                 else:
                     orch_otel.stop("approved")  # the critic ends the run
 
@@ -83,10 +83,10 @@ def debate() -> None:
             orch_otel.spawn("pro", "con")
             with orch_otel.agent("pro", role="debater"):
                 _think("pro-llm", f"pro round {round_}")
-                orch_otel.message(f"pro {round_}", to="con")
+                orch_otel.message(f"pro {round_}", recipients=["con"])
             with orch_otel.agent("con", role="debater"):
                 _think("con-llm", f"con round {round_}")
-                orch_otel.message(f"con {round_}", to="pro")
+                orch_otel.message(f"con {round_}", recipients=["pro"])
         orch_otel.aggregate(sources=["pro", "con", "pro", "con"])
         orch_otel.stop("verdict")
 
@@ -99,11 +99,11 @@ def swarm() -> None:
         with orch_otel.agent("triage", spawned=True):
             _think("triage-llm", "who handles this?")
             orch_otel.delegate("billing", options=["billing", "tech"])
-            orch_otel.message("over to you", to="billing", message_type="handoff")
+            orch_otel.message("over to you", recipients=["billing"], message_type="handoff")
         with orch_otel.agent("billing", spawned=True):
             _tool("refund", "call_refund")
             orch_otel.delegate("tech", options=["triage", "tech"])
-            orch_otel.message("needs a reset too", to="tech", message_type="handoff")
+            orch_otel.message("needs a reset too", recipients=["tech"], message_type="handoff")
         with orch_otel.agent("tech", spawned=True):
             _tool("reset_password", "call_reset")
             orch_otel.stop("resolved")

@@ -26,7 +26,7 @@ def record_run(recorder: Recorder) -> None:
             with recorder.tool("fetch", call_id="c1", arguments={"url": "https://bob:hunter2@example.com/x"}) as call:
                 call.set_result("ok")
             with recorder.llm("m", input_messages=[{"role": "user", "content": "hi"}],
-                              tool_definitions=[{"name": "lookup", "description": "token=abc.def.ghijklmnop"}]) as llm:
+                              tools=[{"name": "lookup", "description": "token=abc.def.ghijklmnop"}]) as llm:
                 llm.set_response([{"role": "assistant", "content": "hello"}], input_tokens=1, output_tokens=1)
 
 

@@ -121,7 +121,7 @@ def test_live_recording_round_trip(captured):
         with orch_otel.agent("w1"):
             pass
         with orch_otel.agent("w2"):
-            orch_otel.message("done", to="boss")
+            orch_otel.message("done", recipients=["boss"])
         orch_otel.aggregate(sources=["w1", "w2"])
     (trace,) = captured.traces()
     check_trace(trace)
