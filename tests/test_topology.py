@@ -75,7 +75,7 @@ def test_handoffs_and_a_debate_in_one_run_are_mixed(captured):
     with orch_otel.workflow("room"):
         for speaker, other in (("ann", "bob"), ("bob", "ann"), ("ann", "bob")):
             with orch_otel.agent(speaker, spawned=True):
-                orch_otel.message("my point", to=other)  # ann and bob argue: a debate
+                orch_otel.message("my point", recipients=[other])  # ann and bob argue: a debate
         with orch_otel.agent("ann", spawned=True):
             orch_otel.delegate("cat")  # and hand off sideways, never to be called again: a swarm
         with orch_otel.agent("cat", spawned=True):
