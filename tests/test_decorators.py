@@ -184,7 +184,7 @@ async def test_cancellation_stops_with_reason_cancelled(captured):
 def test_context_manager_forms_and_message_defaults(captured):
     with orch_otel.workflow("flow", task_id="task-42"):
         with orch_otel.agent("alice", role="planner"):
-            orch_otel.message("hi", to=["bob", "carol"])
+            orch_otel.message("hi", recipients=["bob", "carol"])
             orch_otel.delegate("bob", options=["bob", "carol"])
             with orch_otel.agent("bob"):
                 orch_otel.reward(0.5, name="team")

@@ -17,7 +17,7 @@ WRONG_CALLS = {
     "reward(None)": lambda: orch_otel.reward(None),
     "delegate(5)": lambda: orch_otel.delegate(5),
     "spawn(None)": lambda: orch_otel.spawn(None),
-    "message(to=5)": lambda: orch_otel.message("hi", to=5),
+    "message(recipients=5)": lambda: orch_otel.message("hi", recipients=5),
     "aggregate(sources=7)": lambda: orch_otel.aggregate("x", sources=7),
 }
 
