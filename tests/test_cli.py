@@ -109,6 +109,20 @@ def test_show_prints_the_agent_tree(demo_dir):
     assert cli("show", str(out), "--trace-id", "nope").returncode == 2  # no such trace: usage (docs/cli.md)
 
 
+def test_demo_and_show_explain_implied_decisions_and_missing_rewards(demo_dir):
+    # The demo's workflow re-enters its supervisor after each worker without a recorded decision: the converter
+    # implies those spawns. Its run emits no reward. Both are said in words, not only as a bare [implied] tag.
+    out, stdout = demo_dir
+    (path,) = trace_files([out])
+    (line,) = list(read_lines(path))
+    implied = sum(1 for e in line.trace["events"] if e.get("implied"))
+    assert implied > 0 and not line.trace["rewards"]
+    for text in (stdout, cli("show", str(out)).stdout):
+        flat = " ".join(text.replace("│", " ").split())
+        assert f"{implied} decision(s) the converter inferred" in flat
+        assert "rewards none: emit them with orch_otel.reward()" in flat
+
+
 def test_schema_command_prints_the_generated_schema(capsys):
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)

@@ -103,6 +103,13 @@ def summary(trace: dict[str, Any]) -> Table:
     table.add_row("stop reason", ", ".join(stops))
     costs = trace["costs"]
     table.add_row("costs", ", ".join(f"{k}={v}" for k, v in costs.items()))
+    implied = sum(1 for e in trace["events"] if e.get("implied"))
+    if implied:
+        table.add_row(escape("[implied]"), f"{implied} decision(s) the converter inferred from the run's structure (a spawn "
+                      "or a stop no hook recorded); the dataset views flag them (implied: true)")
     if trace.get("rewards"):
         table.add_row("rewards", ", ".join(f"{k}={v}" for k, v in trace["rewards"].items()))
+    else:
+        table.add_row("rewards", "none: emit them with orch_otel.reward() or join an outcomes file with "
+                      "`orch-otel dataset --outcomes`; until then the rows' reward is null")
     return table
