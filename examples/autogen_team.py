@@ -1,5 +1,6 @@
 """An AutoGen (autogen-agentchat 0.7) swarm with a tool and handoffs, traced by orch-otel.
 
+Needs:   pip install -e '.[autogen,cli]'
 Run it:  python examples/autogen_team.py   (then: orch-otel show orch-traces)
 
 A triage agent looks up the order with a tool and hands off to billing in the

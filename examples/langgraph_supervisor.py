@@ -1,5 +1,6 @@
 """A langgraph-supervisor app with two workers and tools, traced by orch-otel.
 
+Needs:   pip install -e '.[langgraph,examples,cli]'   (langchain and langgraph-supervisor come with [examples])
 Run it:  python examples/langgraph_supervisor.py [trace-dir]   (then: orch-otel show orch-traces)
 
 The supervisor hands off to a math expert (which calls an ``add`` tool), then

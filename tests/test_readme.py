@@ -1,5 +1,6 @@
 """The README's quick start stays two commands, CI runs its test command, and
-every code block the README says runs does run, offline, as written.
+every code block the README (and the docs pages named in ``RUNNABLE_PAGES``)
+says runs does run, offline, as written.
 
 Runnable blocks: every ```python block, and every ```bash block whose
 nearest non-blank line above is the marker ``<!-- runs -->``. Blocks that need
@@ -50,6 +51,12 @@ class Block:
     marked: bool  # the nearest non-blank line above is RUNS_MARKER
 
 
+@dataclass(frozen=True)
+class PageBlock:
+    page: str  # README.md or docs/NAME.md
+    block: Block
+
+
 def code_blocks(text: str) -> list[Block]:
     lines = text.splitlines()
     blocks, i = [], 0
@@ -59,7 +66,7 @@ def code_blocks(text: str) -> list[Block]:
             i += 1
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
-        assert end is not None, f"README.md:{i + 1}: code block never closed"
+        assert end is not None, f"line {i + 1}: code block never closed"
         above = next((lines[k].strip() for k in range(i - 1, -1, -1) if lines[k].strip()), "")
         blocks.append(Block(i + 1, fence.group(1), "\n".join(lines[i + 1:end]) + "\n", above == RUNS_MARKER))
         i = end + 1
@@ -71,6 +78,9 @@ def runnable(blocks: list[Block]) -> list[Block]:
 
 
 README_BLOCKS = code_blocks((REPO / "README.md").read_text())
+# Pages whose blocks run like the README's: what moved out of the README keeps being run.
+RUNNABLE_PAGES = ("README.md", "docs/ids-and-rewards.md")
+PAGE_BLOCKS = [PageBlock(page, b) for page in RUNNABLE_PAGES for b in runnable(code_blocks((REPO / page).read_text()))]
 
 
 def run_block(block: Block, cwd: Path) -> subprocess.CompletedProcess:
@@ -85,33 +95,34 @@ def run_block(block: Block, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
 
 
-def _failure(block: Block, done: subprocess.CompletedProcess) -> str:
-    return (f"README.md:{block.line}: the {block.lang} block exited {done.returncode}\n"
+def _failure(block: Block, done: subprocess.CompletedProcess, page: str = "README.md") -> str:
+    return (f"{page}:{block.line}: the {block.lang} block exited {done.returncode}\n"
             f"--- stdout (end)\n{done.stdout[-3000:]}\n--- stderr (end)\n{done.stderr[-3000:]}")
 
 
-@pytest.mark.parametrize("block", runnable(README_BLOCKS), ids=lambda b: f"{b.lang}-line{b.line}")
-def test_readme_block_runs_as_written(block: Block, tmp_path: Path):
-    done = run_block(block, tmp_path)
-    assert done.returncode == 0, _failure(block, done)
+@pytest.mark.parametrize("item", PAGE_BLOCKS, ids=lambda pb: f"{pb.page}-{pb.block.lang}-line{pb.block.line}")
+def test_readme_block_runs_as_written(item: PageBlock, tmp_path: Path):
+    done = run_block(item.block, tmp_path)
+    assert done.returncode == 0, _failure(item.block, done, item.page)
 
 
 def test_outcomes_walkthrough_gives_each_decision_row_the_outcome(tmp_path: Path):
     # What the README says follows: every decision row has outcome_success 1.0 and reward 1.0.
-    (block,) = [b for b in README_BLOCKS if b.marked and "--outcomes outcomes.csv" in b.code]
+    (block,) = [pb.block for pb in PAGE_BLOCKS if pb.block.marked and "--outcomes outcomes.csv" in pb.block.code]
     done = run_block(block, tmp_path)
-    assert done.returncode == 0, _failure(block, done)
+    assert done.returncode == 0, _failure(block, done, "docs/ids-and-rewards.md")
     rows = [json.loads(line) for line in (tmp_path / "data" / "decisions.jsonl").read_text().splitlines()]
     assert rows, "the demo has decisions"
     assert {(r["task_id"], r["outcome_success"], r["reward"]) for r in rows} == {("demo-task-1", 1.0, 1.0)}
 
 
 def test_readme_marks_its_runnable_blocks_and_not_the_quick_start():
-    # The hand-written agents, the one-line setup, and the LangGraph and AutoGen
-    # id examples are python; the outcomes walk-through is a marked bash block.
-    assert sum(b.lang == "python" for b in README_BLOCKS) >= 4
-    assert sum(b.lang == "bash" and b.marked for b in README_BLOCKS) >= 1
-    assert all(b.lang == "bash" for b in README_BLOCKS if b.marked), "the marker is only for bash blocks"
+    # The README: the one-line setup and the hand-written agents are python. docs/ids-and-rewards.md: the
+    # LangGraph and AutoGen id examples are python, the outcomes walk-through a marked bash block.
+    assert sum(b.lang == "python" for b in README_BLOCKS) >= 2
+    moved = [pb.block for pb in PAGE_BLOCKS if pb.page != "README.md"]
+    assert sum(b.lang == "python" for b in moved) >= 2 and sum(b.lang == "bash" and b.marked for b in moved) >= 1
+    assert all(pb.block.lang == "bash" for pb in PAGE_BLOCKS if pb.block.marked), "the marker is only for bash blocks"
     quick_start = [b for b in README_BLOCKS if "python3 -m venv .venv" in b.code]
     assert len(quick_start) == 2 and not any(b.marked for b in quick_start)
 

@@ -6,7 +6,7 @@ repetition is bounded. So the regex engine tries each start position for at
 most a bounded number of steps: no input, however long or repetitive, makes
 it backtrack quadratically (Python's ``re`` has no linear-time guarantee of
 its own, unlike RE2). What it removes is listed in ``REMOVES`` and in the
-README's Privacy section; ``tests/test_redaction.py`` plants each kind.
+docs/privacy.md; ``tests/test_redaction.py`` plants each kind.
 """
 
 from __future__ import annotations
