@@ -103,3 +103,32 @@ def test_opentelemetry_instrument_writes_traces_with_no_code(run_zero_code, tmp_
     trace = only_trace(out)
     assert trace["task_id"] == "zero"
     assert [e["to"] for e in trace["events"] if e.get("decision") == "delegate"] == ["b"]
+
+
+def test_integrations_on_a_tracer_provider_that_records_nothing_warn_the_app_of_nothing(run_python):
+    """With no SDK configured (opentelemetry-instrument without a distro; a NoOp provider) the integrations'
+    spans do not record. Their decisions are then not recorded, quietly: the app called no spawn(),
+    delegate() or aggregate(), so it gets no warning about them (issue 32, item 20). An app's own bare
+    helper call outside any run still warns once."""
+    tests = Path(__file__).parent
+    result = run_python(
+        "import asyncio, logging, sys\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        f"sys.path.insert(0, {str(tests)!r})\n"
+        "from opentelemetry import trace\n"
+        "import orch_otel\n"
+        "orch_otel.instrument(tracer_provider=trace.NoOpTracerProvider())\n"
+        "import autogen_apps as A, langgraph_apps as L\n"
+        "async def main():\n"
+        "    for team in (A.selector_team(), A.graph_flow(), A.society_of_mind_team(), A.team_as_participant()):\n"
+        "        await team.run(task='go')\n"
+        "    for app in (L.build_supervisor(), L.build_fanout(), L.build_command_handoffs()):\n"
+        "        app.invoke(L.user_input())\n"
+        "asyncio.run(main())\n"
+        "print('-- app done --', file=sys.stderr)\n"
+        "orch_otel.delegate('b')\n"
+    )
+    assert result.returncode == 0, result.stderr
+    during, _, after = result.stderr.partition("-- app done --")
+    assert "called outside any traced agent" not in during
+    assert after.count("delegate() called outside any traced agent or run") == 1

@@ -329,10 +329,13 @@ class Recorder:
         return True
 
     def _target_span(self, span: Span | None, what: str) -> Span | None:
+        explicit = span is not None  # an integration names its span; only a helper called bare looks at the context
         span = span if span is not None else trace.get_current_span()
         if span.is_recording():
             return span
-        if what not in self._warned and span is trace.INVALID_SPAN:
+        # A span handed in that does not record (no SDK configured, a sampler said no) is the integration's
+        # business, not the app's: no warning. A bare call with no current span is the app's mistake: warn once.
+        if not explicit and what not in self._warned and span is trace.INVALID_SPAN:
             self._warned.add(what)
             _log.warning("orch-otel: %s() called outside any traced agent or run; not recorded", what)
         return None
