@@ -158,3 +158,32 @@ def test_sigterm_sends_the_queue_then_ends_as_before(tmp_path, mode):
     assert len(set(receiver.span_ids)) == 20 * SPANS_PER_RUN  # the queue went out before the end
     assert not spool_files(tmp_path / "spool")  # spool closed: nothing for a replay to send again
     assert replay(tmp_path / "spool", free_port()).returncode == 0  # (nothing to send: no collector needed)
+
+
+def test_a_spool_with_acknowledgements_converts_without_problems(tmp_path):
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from orch_otel import Recorder
+    from orch_otel.exporters.spool import SpanSpool, acked_in
+    from orch_otel.spans import from_readable_span
+
+    seen = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(seen))
+    recorder = Recorder(tracer_provider=provider)
+    with recorder.agent("lead"):
+        with recorder.tool("search", call_id="c1"):
+            pass
+    spool = SpanSpool(tmp_path / "spool", max_bytes=1 << 20)
+    records = [from_readable_span(span) for span in seen.get_finished_spans()]
+    for record in records:
+        assert spool.append(record)
+    spool.ack([records[0].span_id])  # the collector took one; the process then dies (no close)
+    [segment] = spool_files(tmp_path / "spool")
+    assert acked_in(segment) == {records[0].span_id}
+    done = subprocess.run([sys.executable, "-m", "orch_otel", "convert", str(segment), "-o", str(tmp_path / "out.jsonl")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (tmp_path / "out.jsonl.quarantine").exists()
