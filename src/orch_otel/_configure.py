@@ -18,11 +18,11 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from . import _env as env
+from . import _signals
 from ._faults import log_fault
 from .content import ContentPolicy, Redactor
-from .exporters.batching import AccountedBatchSpanProcessor
 from .exporters.spool_setup import spooled_export
-from .exporters.trace_file import TraceFileExporter
+from .exporters.trace_file import TraceFileExporter, TraceFileProcessor
 from .recorder import Recorder, set_recorder
 
 _log = logging.getLogger(__name__)
@@ -76,7 +76,13 @@ def instrument(
     and orch-otel created the provider (a provider you configured keeps its own
     exporters). It goes through a durable spool (``$ORCH_OTEL_SPOOL_DIR``; one
     under the system temp directory if that cannot be written), so nothing is
-    lost while the collector is down.
+    lost while the collector is down. Without the ``[otlp]`` extra, one warning
+    says so and trace files are written all the same.
+
+    Where nothing in the process handles SIGTERM, a handler is installed that
+    does what exit would, then ends the process with SIGTERM's default action
+    (``docs/deploy.md``). Forked children (gunicorn ``--preload``, Celery,
+    ``multiprocessing``) write files and spool segments of their own.
     """
     global _state
     with _lock:
@@ -92,20 +98,17 @@ def instrument(
         state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
         if isinstance(provider, TracerProvider):
             state.trace_exporter = TraceFileExporter(trace_dir, local_contents=policy.local)
-            state.processors.append(AccountedBatchSpanProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
+            state.processors.append(TraceFileProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
             if created and env.otlp_protocol():
-                state.processors.append(
-                    spooled_export(
-                        otlp_exporter(env.otlp_protocol()),
-                        env.spool_dir(),
-                        max_spool_bytes=env.spool_max_bytes(),
-                        max_queue_size=env.queue_size(),
-                    )
-                )
+                otlp = _otlp_export(env.otlp_protocol())
+                if otlp is not None:
+                    state.processors.append(otlp)
             for processor in state.processors:
                 provider.add_span_processor(processor)
             if not created:
                 atexit.register(_shutdown_processors, state.processors)
+            _signals.install(provider.shutdown if created else lambda: _shutdown_processors(state.processors),
+                             env.shutdown_timeout_s() + 1.0)
         else:
             _log.warning("orch-otel: the tracer provider is not an SDK TracerProvider; no trace files are written")
         options = {"runtime_spans": runtime_spans} if runtime_spans is not None else {}
@@ -140,6 +143,7 @@ def uninstrument() -> None:
             return
         for instrumentor in state.instrumentors:
             instrumentor.uninstrument()
+        _signals.uninstall()
         _shutdown_processors(state.processors)
         set_recorder(Recorder())
 
@@ -154,6 +158,20 @@ def _shutdown_processors(processors: list[SpanProcessor]) -> None:
             processor.shutdown()
         except Exception:
             log_fault(_log, logging.DEBUG, "orch-otel: processor shutdown failed")
+
+
+def _otlp_export(protocol: str | None) -> SpanProcessor | None:
+    """Spooled OTLP export, or None (one warning) when the OTLP exporter is not installed."""
+    try:
+        exporter = otlp_exporter(protocol)
+    except RuntimeError as exc:  # the [otlp] extra is missing: trace files go on
+        _log.warning("orch-otel: no OTLP export: %s", exc)
+        return None
+    except Exception:  # a bad OTEL_EXPORTER_OTLP_* value, say: never into the app
+        log_fault(_log, logging.WARNING, "orch-otel: could not set up OTLP export; trace files are still written")
+        return None
+    return spooled_export(exporter, env.spool_dir(), max_spool_bytes=env.spool_max_bytes(),
+                          max_queue_size=env.queue_size(), rebuild=lambda: otlp_exporter(protocol))
 
 
 def global_provider() -> tuple[Any, bool]:

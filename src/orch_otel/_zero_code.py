@@ -85,6 +85,7 @@ def attach_otlp_export(provider: Any) -> SpanProcessor | None:
             env.spool_dir(),
             max_spool_bytes=env.spool_max_bytes(),
             max_queue_size=env.queue_size(),
+            rebuild=lambda: otlp_exporter(protocol),
         )
         provider.add_span_processor(processor)
         _attached = (provider, processor)

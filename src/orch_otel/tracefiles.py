@@ -18,6 +18,7 @@ that ``orch-otel convert`` and ``orch-otel dataset`` both offer
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -67,14 +68,15 @@ def lines_within(handle: Iterable[bytes], size: int) -> Iterator[bytes]:
 class LineFile:
     """An append-only file of whole lines. A write that fails part way (a full
     disk, a file size limit) is cut back off, so the file never holds half a
-    line; if even that fails, the next write cuts the tail back first."""
+    line; if even that fails, the next write cuts it first. Only this writer's
+    own bytes are ever cut, and only while they still end the file: lines other
+    processes appended to the same file after them are never truncated."""
 
     def __init__(self, path: Path, *, append: bool) -> None:
         self.path = path
         self._append = append
         self._fd: int | None = None
-        self._good = 0  # size of the file's whole-line prefix
-        self._torn = False
+        self._tail = b""  # a fragment this writer left at the end of the file, to cut before the next write
 
     def write(self, data: bytes) -> None:
         """Write ``data`` (whole lines) completely, or raise and leave the file as it was."""
@@ -82,28 +84,42 @@ class LineFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = os.O_RDWR | os.O_CREAT | (os.O_APPEND if self._append else os.O_TRUNC)
             self._fd = os.open(self.path, flags, 0o644)
-            self._good = os.fstat(self._fd).st_size
-            self._torn = self._good > 0 and not _ends_with_newline(self._fd, self._good)
-        if self._torn:  # a tail left by an earlier failed write (or a crash mid-line): drop it
-            self._good = _last_line_end(self._fd, self._good)
-            os.ftruncate(self._fd, self._good)
-            self._torn = False
+            size = os.fstat(self._fd).st_size
+            if size and not _ends_with_newline(self._fd, size):  # a crash mid-line: that tail goes
+                whole = _last_line_end(self._fd, size)
+                self._tail = os.pread(self._fd, size - whole, whole)
+        if self._tail:
+            self._cut_tail()
         view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self._fd, view):]
         except BaseException:
+            self._tail = data[:len(data) - len(view)]
             try:
-                os.ftruncate(self._fd, self._good)
+                self._cut_tail()
             except OSError:
-                self._torn = True
+                pass  # cut before the next write
             raise
-        self._good += len(data)
+
+    def _cut_tail(self) -> None:
+        """Truncate this writer's fragment if it still ends the file; when
+        another process has appended after it, leave the file alone."""
+        fd, tail = self._fd, self._tail
+        size = os.fstat(fd).st_size  # type: ignore[arg-type]
+        if len(tail) <= size and os.pread(fd, len(tail), size - len(tail)) == tail:  # type: ignore[arg-type]
+            os.ftruncate(fd, size - len(tail))  # type: ignore[arg-type]
+        self._tail = b""
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def forget(self) -> None:
+        """In a forked child: let go of the parent's descriptor without touching the file."""
+        self.close()
+        self._tail = b""
 
 
 def _ends_with_newline(fd: int, size: int) -> bool:
@@ -152,22 +168,32 @@ class ContentWriter:
     def close(self) -> None:
         self._file.close()
 
+    def forget(self) -> None:
+        self._file.forget()
+
 
 class TraceWriter:
     """Appends traces and contents to this process's files in ``directory``.
 
-    Each trace is one line, written and flushed whole, so a killed process
-    leaves only complete lines behind.
+    Each trace is one line, written whole, so a killed process leaves only
+    complete lines behind. The file names carry the pid and a random part, so
+    processes sharing a directory (a volume mounted in many containers, whose
+    pids repeat) never share a file; a forked child gets files of its own
+    (:meth:`forked`).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, max_remembered_refs: int = 100_000):
         self.directory = Path(directory)
-        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        self._max_refs = max_remembered_refs
+        self._lock = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
         self.trace_path = self.directory / f"traces-{stem}.jsonl"
         self.content_path = self.directory / "content" / f"content-{stem}.jsonl"
         self._traces = LineFile(self.trace_path, append=True)
-        self._contents = ContentWriter(self.content_path, append=True, limit=max_remembered_refs)
-        self._lock = threading.Lock()
+        self._contents = ContentWriter(self.content_path, append=True, limit=self._max_refs)
 
     def write(self, trace: dict[str, Any], contents: dict[str, str] | None = None) -> None:
         """Write the trace's contents, then the trace: a trace line is on disk
@@ -176,6 +202,14 @@ class TraceWriter:
             if contents:
                 self._contents.add(contents)
             self._traces.write(orjson.dumps(trace) + b"\n")
+
+    def forked(self) -> None:
+        """In a forked child: write to new files of this process's own; the
+        parent's stay the parent's (a lock it held is dropped with them)."""
+        self._lock = threading.Lock()
+        self._traces.forget()
+        self._contents.forget()
+        self._open()
 
     def close(self) -> None:
         with self._lock:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from .. import _env as env
 from ..exporters.rejections import REJECTED_FILE, UNREADABLE_FILE, summarize
-from ..exporters.spool import read_segment, spool_files
+from ..exporters.spool import acked_in, read_segment, spool_files
 from ..exporters.spool_replay import replay
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
@@ -45,8 +45,10 @@ def _status(directory) -> int:
     bad = 0
     for path in spool_files(directory):
         rows = list(read_segment(path))
+        acked = acked_in(path)  # the collector has these
         bad += sum(1 for r, _ in rows if r is None)
-        table.add_row(path.name, str(sum(1 for r, _ in rows if r is not None)), str(sum(1 for r, _ in rows if r is None)))
+        table.add_row(path.name, str(sum(1 for r, _ in rows if r is not None and r.span_id not in acked)),
+                      str(sum(1 for r, _ in rows if r is None)))
     Console().print(table)
     aside = summarize(directory)  # plain lines (not wrapped): paths and reasons stay greppable
     if aside.rejected:
@@ -112,7 +114,7 @@ def _replay(directory, args: argparse.Namespace) -> int:
     console = Console()
     console.print(f"sent {result.sent} span(s) from {result.files_done} segment(s)")
     if result.skipped_live:
-        console.print(f"skipped {result.skipped_live} segment(s) of running processes (use --include-live)")
+        console.print(f"skipped {result.skipped_live} segment(s) of running processes")
     if result.quarantined:
         print(f"moved {result.quarantined} unreadable line(s) to {os.path.join(directory, UNREADABLE_FILE)}",
               file=sys.stderr)
@@ -142,4 +144,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--endpoint", default=None, help="collector endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
     replay.add_argument("--protocol", choices=["http/protobuf", "grpc"], default=None,
                         help="default: OTEL_EXPORTER_OTLP_PROTOCOL or http/protobuf")
-    replay.add_argument("--include-live", action="store_true", help="also send segments of processes still running")
+    replay.add_argument("--include-live", action="store_true", help="also send segments whose writer's pid belongs to a running process "
+                        "(a reused pid); never those of a live writer holding its lock")

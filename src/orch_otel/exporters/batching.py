@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .._faults import log_fault
+from .._forks import after_fork_in_child, inherited
 from .._version import __version__
 
 _log = logging.getLogger(__name__)
@@ -42,6 +43,11 @@ class LossReport:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+    def forked(self) -> None:
+        """In a forked child: the parent's losses are the parent's to report."""
+        self._lock = threading.Lock()
+        self.counts, self._unreported, self._last_warning = {}, {}, {}
 
     def lost(self, count: int, reason: str) -> None:
         if count <= 0:
@@ -112,8 +118,15 @@ class AccountedBatchSpanProcessor(BatchSpanProcessor):
         self._queue = queue if queue is not None and getattr(queue, "maxlen", None) else None
         if self._queue is None:
             _log.warning("orch-otel: this SDK version hides the batch queue; queue drops cannot be counted")
+        after_fork_in_child(self._forked)  # after the SDK's own reset (it clears the queue, new worker thread)
+
+    def _forked(self) -> None:
+        self._queue_lock = threading.Lock()
+        self.losses.forked()
 
     def on_end(self, span: ReadableSpan) -> None:
+        if inherited(span):  # the parent's run, ended by a forked child: the parent's copy is the one kept
+            return
         queue = self._queue
         if queue is None:
             super().on_end(span)

@@ -26,13 +26,14 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import _env as env
 from .._faults import log_fault
+from .._forks import inherited
 from ..spans import SpanRecord, from_readable_span, to_readable_span
 from .batching import AccountedBatchSpanProcessor, LossReport
 from .rejections import Refusal, SetAside, deliver
@@ -50,16 +51,27 @@ class _SpoolingExporter(SpanExporter):
         self.inner = inner
         self.spool = spool
         self.losses = losses
-        self.failed: set[str] = set()
         self._retry_interval = retry_interval_s
-        self._backoff = retry_interval_s
+        self._start()
+
+    def _start(self) -> None:
+        self.failed: set[str] = set()
+        self._backoff = self._retry_interval
         self._next_retry = 0.0
         self._lock = threading.Lock()
         self.aborted = False
-        self.rejected = SetAside(spool.directory)
+        self.rejected = SetAside(self.spool.directory)
         self._warned_rejected = False
         self._unspooled: weakref.WeakSet[ReadableSpan] = weakref.WeakSet()  # spans the spool could not write
         self._unspooled_lock = threading.Lock()
+
+    def forked(self, rebuild: Callable[[], SpanExporter] | None) -> None:
+        """In a forked child: the parent's failed spans are the parent's to send
+        (they are in its segments); a new exporter when one can be built, so no
+        connection is shared with the parent."""
+        self._start()
+        if rebuild is not None:
+            self.inner = rebuild()
 
     def not_spooled(self, span: ReadableSpan) -> None:
         """``span`` could not be written to the spool: if its export fails it is lost (``spool_write_failed``)."""
@@ -201,17 +213,34 @@ class DurableBatchSpanProcessor(AccountedBatchSpanProcessor):
     def __init__(self, span_exporter: SpanExporter, spool_dir: str | os.PathLike[str], *,
                  max_spool_bytes: int = 256 * 1024 * 1024, retry_interval_s: float = 1.0,
                  shutdown_timeout_s: float | None = None, flush_timeout_s: float | None = None,
-                 component: str | None = None, **kwargs) -> None:
+                 component: str | None = None, rebuild: Callable[[], SpanExporter] | None = None,
+                 **kwargs) -> None:
         self.shutdown_timeout_s = env.shutdown_timeout_s() if shutdown_timeout_s is None else shutdown_timeout_s
         self.flush_timeout_s = env.flush_timeout_s() if flush_timeout_s is None else flush_timeout_s
         self.spool = SpanSpool(spool_dir, max_bytes=max_spool_bytes)
         losses = LossReport(component or type(span_exporter).__name__)
         self.sender = _SpoolingExporter(span_exporter, self.spool, losses, retry_interval_s)
+        self._rebuild = rebuild  # makes the exporter anew in a forked child
         self._flush_lock = threading.Lock()
         self._flusher: _BackgroundCall | None = None
+        self._losses_flushed = 0  # losses counted when flush last returned
         super().__init__(self.sender, losses=losses, **kwargs)
 
+    def _forked(self) -> None:
+        """A forked child: its own segments, exporter and locks; no flush of the
+        parent's to wait for (its thread is not in the child)."""
+        super()._forked()
+        self.spool.forked()
+        try:
+            self.sender.forked(self._rebuild)
+        finally:
+            self._flush_lock = threading.Lock()
+            self._flusher = None
+            self._losses_flushed = 0
+
     def on_end(self, span: ReadableSpan) -> None:
+        if inherited(span):
+            return
         if span.context.trace_flags.sampled:
             try:
                 self.spool.append(from_readable_span(span))  # full: counted if its export then fails
@@ -239,8 +268,13 @@ class DurableBatchSpanProcessor(AccountedBatchSpanProcessor):
             # an earlier flush was still running and has finished: it may predate spans ended since
 
     def _flush_now(self) -> bool:
+        """True when every span ended before it reached the collector or was set
+        aside (``rejected.aside``): none is left to send, and none was lost since
+        the last flush returned."""
         flushed = AccountedBatchSpanProcessor.force_flush(self)
-        return self.sender.retry_now() and flushed
+        sent = self.sender.retry_now() and flushed
+        before, self._losses_flushed = self._losses_flushed, self.losses.total - self.losses.counts.get("rejected", 0)
+        return sent and self._losses_flushed == before
 
     def shutdown(self) -> None:
         # Send what is queued and close the spool on a helper thread, so a dead or

@@ -1,7 +1,10 @@
 """``orch-otel spool replay``: re-send the spool segments a dead process left.
 
-Oldest first; a segment whose writer still runs is skipped unless asked. A
-span the collector refuses for good is set aside in ``rejected.aside`` and
+Oldest first. A segment whose writer still runs is skipped: always when the
+writer holds its lock (:mod:`.spool_dir`), and, for segments of writers that
+took no lock (older versions), when a process with the writer's pid runs,
+unless ``include_live`` (a pid reused by another process). Spans the writer
+noted as taken by the collector are not sent again. A span the collector refuses for good is set aside in ``rejected.aside`` and
 unreadable lines are moved to ``unreadable.aside`` (segment and line named),
 so the rest goes on; a segment is deleted once all of it was sent or set
 aside. Replay stops, leaving the rest, when the collector is unavailable.
@@ -21,7 +24,8 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from .._faults import log_fault
 from ..spans import to_readable_span
 from .rejections import Refusal, SetAside, deliver, quarantine_lines
-from .spool import CLOSED, segment_lines, spool_files, writer_pid
+from .spool import CLOSED, _size, acked_in, segment_lines, spool_files, writer_pid
+from .spool_dir import DirectoryBytes, clear_dead_locks, writer_holds
 
 _log = logging.getLogger(__name__)
 
@@ -58,16 +62,38 @@ def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include
     collector is unavailable."""
     result = ReplayResult()
     root = Path(directory)
+    try:
+        _replay_files(root, exporter, include_live, batch_size, result)
+    finally:
+        clear_dead_locks(root)
+        DirectoryBytes(root, lambda: sum(_size(p) for p in spool_files(root))).recount()
+    return result
+
+
+def _live(path: Path, include_live: bool) -> bool:
+    if CLOSED in path.name:
+        return False
+    held = writer_holds(path)
+    if held is not None:
+        return held
+    return not include_live and _pid_alive(writer_pid(path))
+
+
+def _replay_files(root: Path, exporter: SpanExporter, include_live: bool, batch_size: int,
+                  result: ReplayResult) -> None:
     aside = SetAside(root)
     files = spool_files(root)
     for index, path in enumerate(files):
-        if not include_live and CLOSED not in path.name and _pid_alive(writer_pid(path)):
+        if _live(path, include_live):
             result.skipped_live += 1
             continue
+        acked = acked_in(path)
         batch: list[ReadableSpan] = []
         unreadable: list[tuple[int, bytes, str]] = []
         ok = True
         for lineno, raw, record, problem in segment_lines(path):
+            if record is not None and record.span_id in acked:
+                continue  # the collector has it
             span = None
             if problem is None:
                 try:
@@ -94,10 +120,9 @@ def replay(directory: str | os.PathLike[str], exporter: SpanExporter, *, include
                 ok = False
         if not ok:
             result.files_left = len(files) - index
-            return result
+            return
         path.unlink()
         result.files_done += 1
-    return result
 
 
 def _replay_batch(exporter: SpanExporter, batch: list[ReadableSpan], result: ReplayResult, aside: SetAside) -> bool:

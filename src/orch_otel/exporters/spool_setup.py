@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from opentelemetry.sdk.trace import SpanProcessor
@@ -27,20 +28,21 @@ _log = logging.getLogger(__name__)
 
 
 def spooled_export(exporter: SpanExporter, spool_dir: str | os.PathLike[str], *, max_spool_bytes: int,
-                   max_queue_size: int) -> SpanProcessor:
+                   max_queue_size: int, rebuild: Callable[[], SpanExporter] | None = None) -> SpanProcessor:
     """OTLP export through a :class:`DurableBatchSpanProcessor` spooling in
     ``spool_dir``. When that directory cannot be made or written (``./orch-spool``
     under a read-only working directory, say), the spool goes to a directory of
     this user's under the system temp directory instead, named in one warning, so
     spans still survive a collector outage and a crash; if even that fails,
-    spans are exported without a spool (one warning). Never raises."""
+    spans are exported without a spool (one warning). ``rebuild`` makes the
+    exporter anew in a forked child. Never raises."""
     wanted = Path(spool_dir)
     for directory in (wanted, fallback_spool_dir()):
         if directory is None or not _usable_dir(directory, private=directory != wanted):
             continue
         try:
             processor = DurableBatchSpanProcessor(exporter, directory, max_spool_bytes=max_spool_bytes,
-                                                  max_queue_size=max_queue_size)
+                                                  max_queue_size=max_queue_size, rebuild=rebuild)
         except Exception:
             log_fault(_log, logging.DEBUG, "orch-otel: could not open the spool in %s", directory)
             continue

@@ -1,6 +1,9 @@
 """The live exporter: writes one replayable trace per line when a trace's root
-span ends. Use it behind the SDK's ``BatchSpanProcessor`` (as ``instrument()``
-does) so conversion and file writes stay off the application's threads.
+span ends. ``instrument()`` puts it behind :class:`TraceFileProcessor`, a batch
+processor that writes a trace before its root span's end returns, so a process
+that leaves without running atexit (``multiprocessing`` pool workers, SIGTERM
+re-raised by uvicorn, ``os._exit``) has written every run that ended; the
+other spans are batched off the application's threads.
 
 ``OTEL_TRACES_EXPORTER=orch_otel`` (zero code) uses its subclass
 ``orch_otel._zero_code.ZeroCodeExporter``, which adds spooled OTLP export.
@@ -19,12 +22,14 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .. import _env as env
 from .._assembly import Released, StreamAssembler
 from .._faults import log_fault
+from .._forks import after_fork_in_child
 from ..content import LocalContents
 from ..converter import content_refs, convert
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
+from .batching import AccountedBatchSpanProcessor
 
-__all__ = ["TraceFileExporter"]
+__all__ = ["TraceFileExporter", "TraceFileProcessor"]
 
 _log = logging.getLogger(__name__)
 
@@ -44,16 +49,27 @@ class TraceFileExporter(SpanExporter):
         limits = env.limits()
         self.local_contents = local_contents  # record for replay: texts that never were on a span
         self.writer = TraceWriter(trace_dir if trace_dir is not None else env.trace_dir())
+        self._limits = (max_open_traces or limits.max_open_traces, max_spans_per_trace or limits.max_spans_per_trace)
+        self.failed_traces = 0
+        self._shutdown = False
+        self._start()
+        after_fork_in_child(self._forked)
+
+    def _start(self) -> None:
         self.assembler = StreamAssembler(  # a trace is written as soon as its root ends
-            max_open_traces=max_open_traces or limits.max_open_traces,
-            max_spans_per_trace=max_spans_per_trace or limits.max_spans_per_trace,
+            max_open_traces=self._limits[0],
+            max_spans_per_trace=self._limits[1],
             linger=0,
             remember_span_ids=False,
         )
-        self.failed_traces = 0
         self._lock = threading.Lock()
-        self._shutdown = False
         self._late_reported = 0
+
+    def _forked(self) -> None:
+        """A forked child starts with no open trace (those are its parent's to
+        write) and files of its own; a lock held across the fork is dropped."""
+        self._start()
+        self.writer.forked()
 
     @property
     def trace_dir(self):
@@ -108,3 +124,17 @@ class TraceFileExporter(SpanExporter):
             self.assembler.drain()
             self._write_released()
             self.writer.close()
+
+
+class TraceFileProcessor(AccountedBatchSpanProcessor):
+    """The batch processor in front of :class:`TraceFileExporter`: when a root
+    span ends (no parent, or a remote one), its trace is written before
+    ``on_end`` returns, on the ending thread; every other span is only queued.
+    A run's end therefore costs its app the conversion and one line write, and
+    nothing a process does after a run ended can lose that run."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        super().on_end(span)
+        parent = span.parent
+        if (parent is None or parent.is_remote) and span.context.trace_flags.sampled:
+            self.force_flush()  # the SDK exports the queue on this thread, under its export lock

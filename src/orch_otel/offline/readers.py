@@ -149,6 +149,8 @@ def decode_json(value: object, chunk: Chunk) -> None:
         chunk.problems.append(Problem(chunk.where, f"expected a JSON object, got {type(value).__name__}", value))
     elif "resourceSpans" in value:
         decode_traces_data(value, chunk)
+    elif "acked" in value and len(value) == 1:
+        pass  # a spool segment's note of spans the collector took: bookkeeping, not a span
     elif "span_id" in value:
         try:
             chunk.add(from_dump(value))
