@@ -208,3 +208,60 @@ def nested_text_mention() -> RoundRobinGroupChat:
     return RoundRobinGroupChat(
         [sub, z], termination_condition=TextMentionTermination("DONE") | MaxMessageTermination(10), name="outer",
     )
+
+
+def selector_with_candidates() -> SelectorGroupChat:
+    """``selector_func`` picks planner for the task (its own choice, among all four);
+    after that it returns None and ``candidate_func`` leaves only coder, twice: each
+    time the one candidate is the pick (the second time coder was also the previous
+    speaker). The task and three answers -> "Maximum number of messages 4 reached,
+    current message count: 4" (forced)."""
+    names = ("planner", "coder", "reviewer", "tester")
+    agents = [AssistantAgent(n, description=n, model_client=replay(f"{n} 1", f"{n} 2")) for n in names]
+
+    def selector_func(thread: Any) -> str | None:
+        return "planner" if thread[-1].source == "user" else None
+
+    def candidate_func(thread: Any) -> list[str]:
+        return ["coder"]
+
+    return SelectorGroupChat(
+        agents, model_client=replay(), selector_func=selector_func, candidate_func=candidate_func,
+        termination_condition=MaxMessageTermination(4), allow_repeated_speaker=True,
+    )
+
+
+def graph_loop() -> GraphFlow:
+    """A -> B ("initial" group), B -> C, C -> B when C says "loop" ("feedback" group),
+    C -> E when C says "exit": A, B, C ("loop please"), B again (activated by C alone),
+    C ("exit now"), E -> "Digraph execution is complete". No node waits for two parents."""
+    replies = {"A": ["a out"], "B": ["b draft", "b final"], "C": ["loop please", "exit now"], "E": ["e done"]}
+    nodes = {n: AssistantAgent(n, model_client=replay(*out)) for n, out in replies.items()}
+    builder = DiGraphBuilder()
+    for node in nodes.values():
+        builder.add_node(node)
+    builder.add_edge(nodes["A"], nodes["B"], activation_group="initial")
+    builder.add_edge(nodes["B"], nodes["C"])
+    builder.add_edge(nodes["C"], nodes["B"], condition=lambda m: "loop" in m.to_model_text(), activation_group="feedback")
+    builder.add_edge(nodes["C"], nodes["E"], condition=lambda m: "exit" in m.to_model_text())
+    return GraphFlow(participants=builder.get_participants(), graph=builder.build(),
+                     termination_condition=MaxMessageTermination(20))  # AutoGen asks a cycle for a limit
+
+
+def graph_fan_in_loop() -> GraphFlow:
+    """planner (the entry point) fans out to x and y, which fan in to join; join says
+    "again" the first time (back to planner) and "finish" the second (to done): the
+    fan-in runs twice, each time joining that round's x and y."""
+    replies = {"planner": ["p1", "p2"], "x": ["x1", "x2"], "y": ["y1", "y2"], "join": ["again", "finish"],
+               "done": ["bye"]}
+    nodes = {n: AssistantAgent(n, model_client=replay(*out)) for n, out in replies.items()}
+    builder = DiGraphBuilder()
+    for node in nodes.values():
+        builder.add_node(node)
+    builder.add_edge(nodes["planner"], nodes["x"]).add_edge(nodes["planner"], nodes["y"])
+    builder.add_edge(nodes["x"], nodes["join"]).add_edge(nodes["y"], nodes["join"])
+    builder.add_edge(nodes["join"], nodes["planner"], condition=lambda m: "again" in m.to_model_text())
+    builder.add_edge(nodes["join"], nodes["done"], condition=lambda m: "finish" in m.to_model_text())
+    builder.set_entry_point(nodes["planner"])
+    return GraphFlow(participants=builder.get_participants(), graph=builder.build(),
+                     termination_condition=MaxMessageTermination(20))

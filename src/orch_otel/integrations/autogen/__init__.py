@@ -116,6 +116,7 @@ class AutoGenInstrumentor(BaseInstrumentor):
         no_choice = (RoundRobinGroupChatManager, SwarmGroupChatManager)  # the order / the handoff decides
         patches.wrap(BaseGroupChatManager, "_log_speaker_selection",
                      _managers.selection(recorder, GraphFlowManager, no_choice))
+        patches.wrap(GraphFlowManager, "update_message_thread", _managers.graph_activations())
         patches.wrap(SelectorGroupChatManager, "_select_speaker", _managers.selector_candidates())
         patches.wrap(SelectorGroupChatManager, "select_speaker", _managers.selector_choice())
         patches.wrap(BaseGroupChatManager, "_signal_termination",

@@ -30,7 +30,7 @@ class RunState:
     """One team (or standalone agent) run in progress."""
 
     __slots__ = ("actor", "invocation", "span", "ctx", "nested", "parent", "stop", "stop_source", "stop_forced",
-                 "error_type", "options", "fanout", "seen", "parents", "last_speakers", "turns", "firings",
+                 "error_type", "options", "fanout", "seen", "arrivals", "activations", "last_speakers", "turns", "firings",
                  "round_limit", "final_answer")
 
     def __init__(self, actor: str, invocation: Invocation, nested: bool, parent: RunState | None = None) -> None:
@@ -47,7 +47,8 @@ class RunState:
         self.options: list[str] | None = None  # the selector's real candidate list for the next choice
         self.fanout: dict[str, tuple[int, int]] = {}  # speaker -> (index, size) of a parallel selection
         self.seen: set[str] = set()  # participants that already had a turn in this run
-        self.parents: dict[str, list[str]] | None = None  # GraphFlow: node -> parent nodes
+        self.arrivals: dict[tuple[str, str], list[str]] = {}  # GraphFlow: (node, activation group) -> parents so far
+        self.activations: dict[str, list[str]] = {}  # GraphFlow: ready node -> the parents that activated it
         self.last_speakers: list[str] | None = None  # the previous speaker selection
         self.turns: dict[str, Invocation] = {}  # agent -> its latest turn in this run or a run nested in it
         self.firings: list[Any] = []  # termination conditions that fired since the last stop (_stops.Firing)

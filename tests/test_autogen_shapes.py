@@ -1,0 +1,68 @@
+"""AutoGen shapes the docs teach, recorded as the app ran them: a selector
+narrowed by ``candidate_func``, a GraphFlow with a loop, tools served by a
+workbench, and a task id named around a team run."""
+
+from __future__ import annotations
+
+import asyncio
+
+import autogen_apps as apps
+from autogen_agentchat.base import TaskResult
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
+
+from orch_otel.integrations.autogen import AutoGenInstrumentor
+
+TIMEOUT = 20
+
+instrumented = instrumentor_fixture(AutoGenInstrumentor)
+
+
+async def run(team, task="go") -> TaskResult:
+    return await asyncio.wait_for(team.run(task=task), TIMEOUT)
+
+
+def one_trace(captured) -> dict:
+    (trace,) = captured.traces()
+    return check_trace(trace)
+
+
+def delegations(trace: dict) -> list[tuple[str, list[str], list[str]]]:
+    return [(e["agent"], e["targets"], e["options"]) for e in decisions_of(trace, "delegate")]
+
+
+async def test_one_candidate_left_by_candidate_func_is_the_only_option(captured):
+    result = await run(apps.selector_with_candidates())
+    assert [m.source for m in result.messages] == ["user", "planner", "coder", "coder"]
+    trace = one_trace(captured)
+    every = ["planner", "coder", "reviewer", "tester"]
+    assert delegations(trace) == [
+        ("SelectorGroupChat", ["planner"], every),  # selector_func chose among all participants
+        ("SelectorGroupChat", ["coder"], ["coder"]),  # candidate_func left one
+        ("SelectorGroupChat", ["coder"], ["coder"]),  # again, though coder also spoke last
+    ]
+
+
+def aggregates(trace: dict) -> list[list[str]]:
+    return [sorted(e["sources"]) for e in events_of(trace, "aggregate")]
+
+
+async def test_a_loop_back_node_runs_again_without_an_invented_aggregate(captured):
+    result = await run(apps.graph_loop())
+    assert [m.source for m in result.messages] == ["user", "A", "B", "C", "B", "C", "E"]
+    trace = one_trace(captured)
+    assert aggregates(trace) == []  # B waits for one parent each time: A, then C
+    assert delegations(trace) == [
+        ("GraphFlow", ["A"], ["A"]), ("GraphFlow", ["B"], ["B"]), ("GraphFlow", ["C"], ["C"]),
+        ("GraphFlow", ["B"], ["B", "E"]), ("GraphFlow", ["C"], ["C"]), ("GraphFlow", ["E"], ["B", "E"]),
+    ]
+
+
+async def test_a_fan_in_inside_a_loop_joins_each_rounds_parents(captured):
+    result = await run(apps.graph_fan_in_loop())
+    assert [m.source for m in result.messages][-1] == "done"
+    trace = one_trace(captured)
+    joins = events_of(trace, "aggregate")
+    assert [sorted(e["sources"]) for e in joins] == [["x", "y"], ["x", "y"]]
+    # each aggregate joins that round's x and y: no instance is aggregated twice
+    instances = [i for e in joins for i in e["source_instances"]]
+    assert len(instances) == 4 == len(set(instances))
