@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent
+from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent, UserProxyAgent
 from autogen_agentchat.conditions import (
     HandoffTermination,
     MaxMessageTermination,
@@ -16,6 +16,7 @@ from autogen_agentchat.conditions import (
     TimeoutTermination,
     TokenUsageTermination,
 )
+from autogen_agentchat.messages import HandoffMessage
 from autogen_agentchat.teams import (
     DiGraphBuilder,
     GraphFlow,
@@ -265,3 +266,39 @@ def graph_fan_in_loop() -> GraphFlow:
     builder.set_entry_point(nodes["planner"])
     return GraphFlow(participants=builder.get_participants(), graph=builder.build(),
                      termination_condition=MaxMessageTermination(20))
+
+
+def human(*answers: str) -> Any:
+    """An ``input_func`` for a ``UserProxyAgent``: a person who types ``answers`` in order."""
+    typed = iter(answers)
+    return lambda prompt: next(typed)
+
+
+def human_review_round_robin() -> RoundRobinGroupChat:
+    """writer drafts ("draft v1"), the human (user_proxy's input_func) asks "shorter
+    please", writer redrafts ("draft v2"), the human types "APPROVE" ->
+    "Text 'APPROVE' mentioned": the human ended the run, not an agent."""
+    writer = AssistantAgent("writer", model_client=replay("draft v1", "draft v2"))
+    user_proxy = UserProxyAgent("user_proxy", input_func=human("shorter please", "APPROVE"))
+    return RoundRobinGroupChat(
+        [writer, user_proxy], termination_condition=TextMentionTermination("APPROVE") | MaxMessageTermination(10),
+        name="review_with_human",
+    )
+
+
+def swarm_asking_user() -> Swarm:
+    """alice hands off to user (u1) -> "Handoff to user from alice detected."; the app
+    asks the person and runs the same team again with their ``HandoffMessage`` (see
+    :func:`resume_swarm`): alice answers "order 42 refunded TERMINATE" ->
+    "Text 'TERMINATE' mentioned" (alice's stop)."""
+    alice = AssistantAgent("alice", handoffs=["user"],
+                           model_client=replay(handoff("user", "u1"), "order 42 refunded TERMINATE"))
+    return Swarm([alice], termination_condition=HandoffTermination(target="user") | TextMentionTermination("TERMINATE"),
+                 name="support_swarm")
+
+
+async def resume_swarm(team: Swarm, answer: str = "my order is 42") -> Any:
+    """The app's second run of a swarm stopped by a handoff to user: the person's answer,
+    handed back to the agent that asked."""
+    last = team._participant_names[0]
+    return await team.run(task=HandoffMessage(source="user", target=last, content=answer))

@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 
 import autogen_apps as apps
+from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 
+import orch_otel
 from orch_otel.integrations.autogen import AutoGenInstrumentor
+from orch_otel.recorder import get_recorder
+from orch_otel.replaying import replay
 
 TIMEOUT = 20
 
@@ -66,3 +70,28 @@ async def test_a_fan_in_inside_a_loop_joins_each_rounds_parents(captured):
     # each aggregate joins that round's x and y: no instance is aggregated twice
     instances = [i for e in joins for i in e["source_instances"]]
     assert len(instances) == 4 == len(set(instances))
+
+
+def test_a_task_named_around_a_team_run_keeps_one_autogen_root_and_replays(captured, monkeypatch):
+    """The README's recipe for AutoGen task ids: ``with orch_otel.task(...)`` around the run."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        with orch_otel.task("ticket-18"):
+            asyncio.run(run(apps.weather_round_robin(), task="I was charged twice"))
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert (trace["task_id"], trace["system"]) == ("ticket-18", "autogen")
+    roots = [s for s in captured.spans if s.parent_id is None]
+    assert [s.name for s in roots] == ["invoke_workflow weather_team"]
+    result = replay(trace, apps.weather_round_robin(), contents=conversion.contents)
+    assert result.equal, result.divergence.describe()
+
+
+async def test_a_task_name_reaches_a_standalone_agent_run_and_ends_with_its_block(captured):
+    agent = AssistantAgent("solo", model_client=apps.replay("hi", "hi again"))
+    with orch_otel.task("ticket-19"):
+        await asyncio.wait_for(agent.run(task="hello"), TIMEOUT)
+    await asyncio.wait_for(agent.run(task="hello"), TIMEOUT)
+    named, unnamed = captured.traces()
+    assert named["task_id"] == "ticket-19" and named["system"] == "autogen"
+    assert unnamed["task_id"] != "ticket-19"

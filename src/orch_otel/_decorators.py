@@ -21,6 +21,7 @@ from ._faults import guarded
 from ._invocation import Invocation, LLMInvocation, current_agent
 from ._renamed import renamed_keyword
 from ._serving import ACTIVE, ModelCall, Served, ToolCall
+from ._task import current_task_id
 from .recorder import NOT_RECORDING, get_recorder
 from .vocabulary import Attr, StopReason
 
@@ -281,7 +282,7 @@ def workflow(
         recorder = get_recorder()
         return recorder.workflow(
             name or (target.__name__ if target else "workflow"),
-            task_id=task_id,
+            task_id=task_id or current_task_id(),
             system=system or "custom",
             topology=topology,
             input=_call_input(recorder, target, args, kwargs),

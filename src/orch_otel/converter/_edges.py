@@ -151,5 +151,9 @@ def edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
             for target in data.get("targets", ()):
                 add(ev, next_of(involving, target, i), _EDGE_CAUSAL)
         elif kind == _E_HUMAN_INTERVENTION:
-            add(ev, next_of(by_actor, (data["to"], data.get("instance")), i), _EDGE_CAUSAL)
+            if "recipients" in data:
+                for recipient in data["recipients"]:
+                    add(ev, next_of(involving, recipient, i), _EDGE_CAUSAL)
+            else:
+                add(ev, next_of(by_actor, (data["to"], data.get("instance")), i), _EDGE_CAUSAL)
     return [{"src": s, "dst": d, "type": k} for s, d, k in found]

@@ -74,7 +74,7 @@ class AutoGenInstrumentor(BaseInstrumentor):
 
     def _patch_autogen(self, **kwargs: Any) -> None:
         # The frameworks are imported only here: on their first import, after the dependency check.
-        from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
+        from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent, UserProxyAgent
         from autogen_agentchat.base import Response, TaskResult, Team
         from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
         from autogen_agentchat.teams._group_chat._base_group_chat import BaseGroupChat
@@ -106,10 +106,11 @@ class AutoGenInstrumentor(BaseInstrumentor):
         nested_types = (Team, SocietyOfMindAgent)
 
         # Runs and turns.
-        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, clients, TaskResult, nested_types))
+        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, clients, TaskResult, nested_types,
+                                                                           HandoffMessage))
         patches.wrap(BaseChatAgent, "run", _runs.agent_run(recorder, clients))
         patches.wrap(BaseChatAgent, "run_stream", _runs.agent_run_stream(recorder, clients, TaskResult))
-        patches.wrap(ChatAgentContainer, "handle_request", _runs.handle_request(recorder, Team))
+        patches.wrap(ChatAgentContainer, "handle_request", _runs.handle_request(recorder, Team, UserProxyAgent))
 
         # Managers: delegation, messages, aggregation, stop.
         responses = _managers.agent_response(recorder, HandoffMessage, GroupChatAgentResponse, BaseChatMessage)

@@ -130,7 +130,7 @@ def graph_activations() -> Callable[..., Any]:
 
 def _edge_counts(manager: Any, messages: Any) -> tuple[str, list[tuple[str, str, bool, Any]]] | None:
     source = getattr(messages[-1], "source", None) if messages else None
-    if source not in manager._graph.nodes:
+    if not isinstance(source, str) or source not in manager._graph.nodes:
         return None
     counts = []
     for edge in manager._edges.get(source, ()):
@@ -249,9 +249,14 @@ def agent_response(recorder: Recorder, handoff_type: type[Any], agent_response_t
             if isinstance(chat, handoff_type):
                 recipients = [chat.target]
                 content: Any = {"content": chat.content, "target": chat.target, "context": chat.context}
+                outside = chat.target not in manager._participant_names
+                state.handed_to = chat.target if outside else None  # a handoff out of the team: to a human
             else:
                 recipients = _others(state, manager, sender)
                 content = _message_content(chat)
+            if sender in state.humans:  # a human's answer (UserProxyAgent), relayed by the team
+                recorder.human_intervention(_message_content(chat), recipients=recipients, span=state.span)
+                return
             kind = type(chat).__name__
         else:  # a team participant's TaskResult
             result = message.result

@@ -31,7 +31,7 @@ class RunState:
 
     __slots__ = ("actor", "invocation", "span", "ctx", "nested", "parent", "stop", "stop_source", "stop_forced",
                  "error_type", "options", "fanout", "seen", "arrivals", "activations", "last_speakers", "turns", "firings",
-                 "round_limit", "final_answer")
+                 "round_limit", "final_answer", "humans", "handed_to")
 
     def __init__(self, actor: str, invocation: Invocation, nested: bool, parent: RunState | None = None) -> None:
         self.actor = actor  # the name the converter gives the run span's events
@@ -54,6 +54,8 @@ class RunState:
         self.firings: list[Any] = []  # termination conditions that fired since the last stop (_stops.Firing)
         self.round_limit = False  # MagenticOne: the orchestrator's max_turns (rounds) ran out
         self.final_answer = False  # MagenticOne: the orchestrator is giving its final answer
+        self.humans: set[str] = set()  # participants that stand for a human (UserProxyAgent), here or nested
+        self.handed_to: str | None = None  # the last handoff went to someone outside the team (a human)
 
     def add_turn(self, name: str, invocation: Invocation) -> None:
         """Remember ``name``'s latest turn here and in every run around this one
@@ -61,6 +63,14 @@ class RunState:
         state: RunState | None = self
         while state is not None:
             state.turns[name] = invocation
+            state = state.parent
+
+
+    def add_human(self, name: str) -> None:
+        """``name`` stands for a human, here and in every run around this one."""
+        state: RunState | None = self
+        while state is not None:
+            state.humans.add(name)
             state = state.parent
 
 
