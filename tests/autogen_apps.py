@@ -6,6 +6,7 @@ team does, so tests can assert exactly that."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent, UserProxyAgent
@@ -24,6 +25,15 @@ from autogen_agentchat.teams import (
     RoundRobinGroupChat,
     SelectorGroupChat,
     Swarm,
+)
+from autogen_core.tools import (
+    FunctionTool,
+    StaticWorkbench,
+    TextResultContent,
+    ToolOverride,
+    ToolResult,
+    ToolSchema,
+    Workbench,
 )
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
@@ -302,3 +312,57 @@ async def resume_swarm(team: Swarm, answer: str = "my order is 42") -> Any:
     handed back to the agent that asked."""
     last = team._participant_names[0]
     return await team.run(task=HandoffMessage(source="user", target=last, content=answer))
+
+
+class NotesWorkbench(Workbench):
+    """An app's own workbench (no ``BaseTool`` behind it): ``add_note(text)`` keeps a
+    note, ``count_notes()`` says how many; an unknown tool is an error result."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    async def list_tools(self) -> list[ToolSchema]:
+        return [ToolSchema(name="add_note", description="Keep a note.",
+                           parameters={"type": "object", "properties": {"text": {"type": "string"}},
+                                       "required": ["text"]}),
+                ToolSchema(name="count_notes", description="How many notes there are.",
+                           parameters={"type": "object", "properties": {}})]
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
+                        cancellation_token: Any = None, call_id: str | None = None) -> ToolResult:
+        if name == "add_note":
+            self.notes.append(str((arguments or {}).get("text")))
+            out, error = "noted", False
+        elif name == "count_notes":
+            out, error = str(len(self.notes)), False
+        else:
+            out, error = f"no tool {name}", True
+        return ToolResult(name=name, result=[TextResultContent(content=out)], is_error=error)
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def reset(self) -> None:
+        self.notes.clear()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return {"notes": list(self.notes)}
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        self.notes = list(state.get("notes", []))
+
+
+def workbench_team() -> RoundRobinGroupChat:
+    """keeper's tools come from two workbenches: ``NotesWorkbench`` (the app's own) and a
+    ``StaticWorkbench`` that offers get_weather under the name "weather" (a tool override).
+    One model turn calls add_note(text=milk) as n1, count_notes as n2 and weather(city=Oslo)
+    as n3; the turn ends with the tools' summary; max_turns=1 -> "Maximum number of turns 1 reached."."""
+    weather = StaticWorkbench([FunctionTool(get_weather, description="Weather of a city.")],
+                              tool_overrides={"get_weather": ToolOverride(name="weather")})
+    keeper = AssistantAgent(
+        "keeper", workbench=[NotesWorkbench(), weather],
+        model_client=replay(tool_calls(("add_note", {"text": "milk"}, "n1"), ("count_notes", None, "n2"),
+                                       ("weather", {"city": "Oslo"}, "n3"))),
+    )
+    return RoundRobinGroupChat([keeper], max_turns=1, name="workbench_team")

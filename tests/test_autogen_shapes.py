@@ -95,3 +95,24 @@ async def test_a_task_name_reaches_a_standalone_agent_run_and_ends_with_its_bloc
     named, unnamed = captured.traces()
     assert named["task_id"] == "ticket-19" and named["system"] == "autogen"
     assert unnamed["task_id"] != "ticket-19"
+
+
+async def test_tools_from_workbenches_are_recorded_once_under_the_name_the_model_called(captured):
+    result = await run(apps.workbench_team())
+    assert result.stop_reason == "Maximum number of turns 1 reached."
+    trace = one_trace(captured)
+    calls = [(e["agent"], e["tool"], e["call_id"]) for e in events_of(trace, "tool_call")]
+    assert sorted(calls) == [("keeper", "add_note", "n1"), ("keeper", "count_notes", "n2"), ("keeper", "weather", "n3")]
+    results = {e["call_id"]: (e["tool"], e["to"], e["status"]) for e in events_of(trace, "tool_result")}
+    assert results == {"n1": ("add_note", "keeper", "ok"), "n2": ("count_notes", "keeper", "ok"),
+                       "n3": ("weather", "keeper", "ok")}
+    assert trace["costs"]["tool_calls"] == 3
+
+
+async def test_a_workbench_error_result_is_a_failed_tool_call(captured):
+    with orch_otel.agent("caller"):
+        result = await apps.NotesWorkbench().call_tool("shred_notes", {}, call_id="x1")
+    assert result.is_error  # the workbench reports the failure instead of raising
+    (trace,) = captured.traces()
+    (done,) = events_of(trace, "tool_result")
+    assert (done["tool"], done["call_id"], done["status"]) == ("shred_notes", "x1", "error")

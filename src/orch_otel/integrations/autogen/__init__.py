@@ -90,10 +90,12 @@ class AutoGenInstrumentor(BaseInstrumentor):
         from autogen_agentchat.teams._group_chat._swarm_group_chat import SwarmGroupChatManager
         from autogen_core._telemetry._tracing import TraceHelper
         from autogen_core.models import ChatCompletionClient, CreateResult
-        from autogen_core.tools import BaseStreamTool, BaseTool
+        from autogen_core.tools import BaseStreamTool, BaseTool, StaticStreamWorkbench, StaticWorkbench, ToolResult, Workbench
 
-        from . import _agents, _builtin, _managers, _runs, _stops
+        from . import _agents, _builtin, _managers, _runs, _stops, _workbenches
         from ._clients import ClientPatcher
+        from ._firstsight import Sightings
+        from ._workbenches import WorkbenchPatcher
 
         try:  # the offline client used in tests and examples: patch it up front
             importlib.import_module("autogen_ext.models.replay")
@@ -103,13 +105,15 @@ class AutoGenInstrumentor(BaseInstrumentor):
         recorder = recorder_for(kwargs.get("tracer_provider"))
         patches = self._patches = Patches()
         clients = ClientPatcher(recorder, patches, ChatCompletionClient, CreateResult)
+        workbenches = WorkbenchPatcher(recorder, patches, Workbench, ToolResult, (StaticWorkbench, StaticStreamWorkbench))
+        sightings = Sightings((clients, workbenches))
         nested_types = (Team, SocietyOfMindAgent)
 
         # Runs and turns.
-        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, clients, TaskResult, nested_types,
+        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, sightings, TaskResult, nested_types,
                                                                            HandoffMessage))
-        patches.wrap(BaseChatAgent, "run", _runs.agent_run(recorder, clients))
-        patches.wrap(BaseChatAgent, "run_stream", _runs.agent_run_stream(recorder, clients, TaskResult))
+        patches.wrap(BaseChatAgent, "run", _runs.agent_run(recorder, sightings))
+        patches.wrap(BaseChatAgent, "run_stream", _runs.agent_run_stream(recorder, sightings, TaskResult))
         patches.wrap(ChatAgentContainer, "handle_request", _runs.handle_request(recorder, Team, UserProxyAgent))
 
         # Managers: delegation, messages, aggregation, stop.
@@ -137,11 +141,13 @@ class AutoGenInstrumentor(BaseInstrumentor):
                 patches.wrap(condition, "__call__", _stops.condition_call())
 
         # Agents: tools, handoffs, SocietyOfMind summaries, model calls.
+        patches.wrap(StaticWorkbench, "call_tool", _workbenches.static_call_tool())
         patches.wrap(BaseTool, "run_json", _agents.run_json(recorder))
         patches.wrap(BaseStreamTool, "run_json_stream", _agents.run_json_stream(recorder))
         patches.wrap(AssistantAgent, "_check_and_handle_handoff", _agents.handoff(recorder, HandoffMessage))
         patches.wrap(SocietyOfMindAgent, "on_messages_stream", _agents.society_of_mind(recorder, Response))
         clients.patch_loaded()
+        workbenches.patch_loaded()
 
         # AutoGen's built-in spans.
         for module, name in _builtin.GENAI_SPAN_SITES:

@@ -20,10 +20,10 @@ from opentelemetry import trace
 from ...recorder import Recorder
 from ...vocabulary import function_tool
 from .._patch import Patches
+from ._firstsight import ClassPatcher
 from ._served import create_result, replaying, served_model
 from ._state import LLM_KEY, arg, telemetry_failed
 
-_METHODS = ("create", "create_stream")
 _PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)
     ("AzureOpenAI", "azure.ai.openai"),
     (".openai.", "openai"),
@@ -236,49 +236,16 @@ async def _one(result: Any) -> AsyncIterator[Any]:
     yield result
 
 
-class ClientPatcher:
+class ClientPatcher(ClassPatcher):
     """Patches model client classes on first sight."""
 
     def __init__(self, recorder: Recorder, patches: Patches, base: type, result_type: type) -> None:
-        self._patches = patches
-        self._base = base
-        self._seen: set[type] = set()
-        self._wrappers = {"create": create_wrapper(recorder),
-                          "create_stream": create_stream_wrapper(recorder, result_type)}
-
-    def patch_loaded(self) -> None:
-        """Every client class imported so far."""
-        pending: list[type] = list(self._base.__subclasses__())
-        while pending:
-            cls = pending.pop()
-            pending.extend(cls.__subclasses__())
-            self.patch_class(cls)
-
-    def patch_class(self, cls: type) -> None:
-        if cls in self._seen:
-            return
-        self._seen.add(cls)
-        for method in _METHODS:
-            owner = next((c for c in cls.__mro__ if method in vars(c)), None)
-            if owner is None or owner is self._base or getattr(vars(owner)[method], "__isabstractmethod__", False):
-                continue
-            if not self._patches.is_wrapped(owner, method):
-                self._patches.wrap(owner, method, self._wrappers[method])
+        super().__init__(patches, base, {"create": create_wrapper(recorder),
+                                         "create_stream": create_stream_wrapper(recorder, result_type)})
 
     def discover(self, client: Any) -> None:
-        if client is None:
-            return
-        cls = type(client)
-        if cls not in self._seen and isinstance(client, self._base):
-            self.patch_class(cls)
-        inner = getattr(client, "client", None)  # ChatCompletionCache and similar wrappers
-        if inner is not None and type(inner) not in self._seen and isinstance(inner, self._base):
-            self.patch_class(type(inner))
+        super().discover(client)
+        super().discover(getattr(client, "client", None))  # ChatCompletionCache and similar wrappers
 
     def discover_agent(self, agent: Any) -> None:
         self.discover(getattr(agent, "_model_client", None))
-
-    def discover_team(self, team: Any) -> None:
-        self.discover(getattr(team, "_model_client", None))
-        for participant in getattr(team, "_participants", ()):
-            self.discover(getattr(participant, "_model_client", None))

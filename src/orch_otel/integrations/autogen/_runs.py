@@ -21,7 +21,7 @@ from ..._invocation import CANCELLED, ERROR, OK
 from ..._task import current_task_id
 from ...recorder import Recorder
 from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
-from ._clients import ClientPatcher
+from ._firstsight import Sightings
 from ._state import RUNS, SYSTEM, RunState, arg, attached, current_state, telemetry_failed
 
 
@@ -139,7 +139,7 @@ def _hand_out(team_id: str, span: SpanContext, target: str) -> None:
         HANDED_OUT.popitem(last=False)
 
 
-def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type,
+def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
                     nested_types: tuple[type, ...], handoff_type: type) -> Callable[..., Any]:
     """``BaseGroupChat.run_stream``: one span per run (the trace root unless nested)."""
 
@@ -147,7 +147,7 @@ def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: typ
         team_id = getattr(team, "_team_id", None)
         if getattr(team, "_is_running", False) or team_id is None:  # AutoGen will refuse this run
             return None
-        clients.discover_team(team)
+        sightings.discover_team(team)
         parent = current_state()
         name = team.name
         if parent is not None:  # a nested team: spawned by the agent (or team) it runs in
@@ -208,13 +208,13 @@ def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None, t
     )
 
 
-def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
+def agent_run(recorder: Recorder, sightings: Sightings) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run`` (not in a team): one agent span; inside
     a run (for example an ``AgentTool``) the agent is a spawned sub-agent."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
-            clients.discover_agent(instance)
+            sightings.discover_agent(instance)
             parent = current_state()
             inv = _agent_invocation(recorder, instance, parent, arg(args, kwargs, 0, "task")).start(attach=False)
             state = RunState(instance.name, inv, nested=parent is not None, parent=parent)
@@ -233,11 +233,11 @@ def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
     return wrapper
 
 
-def agent_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type) -> Callable[..., Any]:
+def agent_run_stream(recorder: Recorder, sightings: Sightings, result_type: type) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run_stream``, like :func:`agent_run`."""
 
     def begin(agent: Any, task: Any) -> tuple[RunState, None]:
-        clients.discover_agent(agent)
+        sightings.discover_agent(agent)
         parent = current_state()
         inv = _agent_invocation(recorder, agent, parent, task).start(attach=False)
         return RunState(agent.name, inv, nested=parent is not None, parent=parent), None
