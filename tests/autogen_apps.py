@@ -366,3 +366,18 @@ def workbench_team() -> RoundRobinGroupChat:
                                        ("weather", {"city": "Oslo"}, "n3"))),
     )
     return RoundRobinGroupChat([keeper], max_turns=1, name="workbench_team")
+
+
+def openai_weather_team(base_url: str, *, stream: bool = False, include_usage: bool = False) -> RoundRobinGroupChat:
+    """a uses autogen-ext's real ``OpenAIChatCompletionClient`` (model "gpt-4o") against the
+    OpenAI-compatible server at ``base_url`` (tests/openai_server.py, which answers as
+    "gpt-4o-2024-08-06"): with the server's script [get_weather(city=Paris) as call_1,
+    "It is sunny"], a calls the tool and reflects; max_turns=1. ``stream``: the agent
+    streams its model calls; ``include_usage``: the client asks the stream for usage."""
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if include_usage else {}
+    client = OpenAIChatCompletionClient(model="gpt-4o", base_url=base_url, api_key="test-key", **extra)
+    a = AssistantAgent("a", tools=[get_weather], reflect_on_tool_use=True, model_client=client,
+                       model_client_stream=stream)
+    return RoundRobinGroupChat([a], max_turns=1, name="openai_team")

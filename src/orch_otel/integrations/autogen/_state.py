@@ -26,6 +26,24 @@ LLM_KEY = otel_context.create_key("orch_otel.autogen.llm")
 SYSTEM = "autogen"
 
 
+class ModelCall:
+    """What the layer under a model client tells about one call in progress
+    (the value of ``LLM_KEY``): the model id the server answered with, and
+    whether it reported token usage (None: not known to this layer)."""
+
+    __slots__ = ("response_model", "usage_reported")
+
+    def __init__(self) -> None:
+        self.response_model: str | None = None
+        self.usage_reported: bool | None = None
+
+
+def model_call() -> ModelCall | None:
+    """The model call in progress in the current context, if any."""
+    value = otel_context.get_value(LLM_KEY)
+    return value if isinstance(value, ModelCall) else None
+
+
 class RunState:
     """One team (or standalone agent) run in progress."""
 
