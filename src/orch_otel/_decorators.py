@@ -431,9 +431,11 @@ def stop(reason: str = StopReason.END, *, content: Any = None, source: str | Non
 
 
 @guarded
-def human_intervention(content: Any = None, *, resume_of: str | None = None) -> None:
-    """Record a human's input into the run (``resume_of``: the interrupted trace it resumes)."""
-    get_recorder().human_intervention(content, resume_of=resume_of)
+def human_intervention(content: Any = None, *, resume_of: str | None = None,
+                       recipients: str | Iterable[str] | None = None) -> None:
+    """Record a human's input into the run (``resume_of``: the interrupted trace it
+    resumes; ``recipients``: the agents it reaches, default the current one)."""
+    get_recorder().human_intervention(content, resume_of=resume_of, recipients=recipients)
 
 
 @guarded

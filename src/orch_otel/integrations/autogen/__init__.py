@@ -11,8 +11,12 @@ Records every ``team.run()`` / ``team.run_stream()`` as exactly one trace:
   and candidates; MagenticOne's orchestrator too), handoffs as the agent's
   delegation plus a ``HandoffMessage`` message to the target,
 - messages relayed between participants (sender, recipients, type),
-- tool executions (``execute_tool {tool}`` with call ids) and model calls
-  (``chat {model}`` with token usage) through any ``ChatCompletionClient``,
+- tool executions (``execute_tool {tool}`` with call ids; tools of any
+  workbench too) and model calls (``chat {model}`` with token usage, and the
+  model id the server answered with for OpenAI clients) through any
+  ``ChatCompletionClient``,
+- a person's answers (a ``UserProxyAgent``, or a user's ``HandoffMessage``
+  resuming a swarm) as human interventions, never as an agent's turns,
 - GraphFlow fan-out (fan-out index and size) and fan-in (aggregate), and the
   SocietyOfMind summary (aggregate of the inner team),
 - the stop decision with its reason: the termination condition's
