@@ -5,8 +5,11 @@ workbench, and a task id named around a team run."""
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 
 import autogen_apps as apps
+import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
@@ -116,3 +119,26 @@ async def test_a_workbench_error_result_is_a_failed_tool_call(captured):
     (trace,) = captured.traces()
     (done,) = events_of(trace, "tool_result")
     assert (done["tool"], done["call_id"], done["status"]) == ("shred_notes", "x1", "error")
+
+
+async def test_a_tool_of_an_mcp_workbench_is_recorded_once(captured):
+    pytest.importorskip("autogen_ext.tools.mcp", reason="needs autogen-ext[mcp] (the dev extra)")
+    from autogen_agentchat.teams import RoundRobinGroupChat
+    from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams
+
+    server = StdioServerParams(command=sys.executable, args=[str(Path(__file__).with_name("mcp_notes_server.py"))],
+                               read_timeout_seconds=30)
+    workbench = McpWorkbench(server)
+    try:
+        keeper = AssistantAgent("keeper", workbench=workbench,
+                                model_client=apps.replay(apps.tool_call("add_note", {"text": "milk"}, "m1")))
+        result = await asyncio.wait_for(RoundRobinGroupChat([keeper], max_turns=1).run(task="remember milk"), 60)
+    finally:
+        await workbench.stop()
+    assert result.messages[-1].content == "noted: milk"
+    trace = one_trace(captured)
+    assert [(e["agent"], e["tool"], e["call_id"]) for e in events_of(trace, "tool_call")] == [("keeper", "add_note", "m1")]
+    (done,) = events_of(trace, "tool_result")
+    assert (done["call_id"], done["status"]) == ("m1", "ok")
+    # MCP's workbench opens AutoGen's own execute_tool span too: only orch-otel's is left
+    assert [s.name for s in captured.spans if s.name.startswith("execute_tool")] == ["execute_tool add_note"]
