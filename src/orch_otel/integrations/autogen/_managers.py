@@ -194,7 +194,7 @@ def selector_choice() -> Callable[..., Any]:
         try:
             speakers = await wrapped(*args, **kwargs)
         finally:
-            after = instance._previous_speaker
+            after = getattr(instance, "_previous_speaker", None)
             if mark is not None and after is mark:
                 instance._previous_speaker = before  # not assigned: put the app's own object back
         if state.options is None:
@@ -246,11 +246,12 @@ def agent_response(recorder: Recorder, handoff_type: type[Any], agent_response_t
         sender = message.name
         if isinstance(message, agent_response_type):
             chat = message.response.chat_message
-            if isinstance(chat, handoff_type):
+            handoff = isinstance(chat, handoff_type)
+            # the last response handed off out of the team: to a person, who may answer in a later run
+            state.handed_to = chat.target if handoff and chat.target not in manager._participant_names else None
+            if handoff:
                 recipients = [chat.target]
                 content: Any = {"content": chat.content, "target": chat.target, "context": chat.context}
-                outside = chat.target not in manager._participant_names
-                state.handed_to = chat.target if outside else None  # a handoff out of the team: to a human
             else:
                 recipients = _others(state, manager, sender)
                 content = _message_content(chat)
