@@ -181,7 +181,10 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
             if RUNS.get(team_id) is state:
                 del RUNS[team_id]
             if parent is None and state.handed_to is not None:  # the run ended handing off to a human
-                _hand_out(team_id, inv.span.get_span_context(), state.handed_to)
+                try:
+                    _hand_out(team_id, inv.span.get_span_context(), state.handed_to)
+                except Exception:
+                    telemetry_failed("run hand-out")
 
         return state, forget
 
