@@ -62,3 +62,22 @@ async def test_a_handoff_message_from_a_participant_is_no_human_answer(captured)
     await asyncio.wait_for(team.run(task=HandoffMessage(source="alice", target="bob", content="over to you")), TIMEOUT)
     (trace,) = captured.traces()
     assert events_of(trace, "human_intervention") == []
+
+
+async def test_an_agents_part_of_an_and_stop_stays_its_own_choice_beside_the_persons(captured):
+    """``TextMention(DONE from writer) & TextMention(APPROVE from user_proxy)``: writer
+    chose to be done, the person approved; the stop is voluntary, writer's own."""
+    from autogen_agentchat.agents import AssistantAgent, UserProxyAgent
+    from autogen_agentchat.conditions import TextMentionTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    writer = AssistantAgent("writer", model_client=apps.replay("final draft DONE"))
+    person = UserProxyAgent("user_proxy", input_func=apps.human("APPROVE"))
+    done = TextMentionTermination("DONE", sources=["writer"]) & TextMentionTermination("APPROVE", sources=["user_proxy"])
+    team = RoundRobinGroupChat([writer, person], termination_condition=done, name="both")
+    await asyncio.wait_for(team.run(task="write"), TIMEOUT)
+    (trace,) = captured.traces()
+    stops = [(e["agent"], e["reason"], e["forced"]) for e in decisions_of(check_trace(trace), "stop")]
+    assert stops[0] == ("writer", "Text 'DONE' mentioned", False)
+    assert stops[-1][0] == "both" and stops[-1][2] is False
+    assert all(agent != "user_proxy" for agent, _, _ in stops)
