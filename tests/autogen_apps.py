@@ -6,9 +6,10 @@ team does, so tests can assert exactly that."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
-from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent
+from autogen_agentchat.agents import AssistantAgent, SocietyOfMindAgent, UserProxyAgent
 from autogen_agentchat.conditions import (
     HandoffTermination,
     MaxMessageTermination,
@@ -16,6 +17,7 @@ from autogen_agentchat.conditions import (
     TimeoutTermination,
     TokenUsageTermination,
 )
+from autogen_agentchat.messages import HandoffMessage
 from autogen_agentchat.teams import (
     DiGraphBuilder,
     GraphFlow,
@@ -23,6 +25,15 @@ from autogen_agentchat.teams import (
     RoundRobinGroupChat,
     SelectorGroupChat,
     Swarm,
+)
+from autogen_core.tools import (
+    FunctionTool,
+    StaticWorkbench,
+    TextResultContent,
+    ToolOverride,
+    ToolResult,
+    ToolSchema,
+    Workbench,
 )
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
@@ -208,3 +219,165 @@ def nested_text_mention() -> RoundRobinGroupChat:
     return RoundRobinGroupChat(
         [sub, z], termination_condition=TextMentionTermination("DONE") | MaxMessageTermination(10), name="outer",
     )
+
+
+def selector_with_candidates() -> SelectorGroupChat:
+    """``selector_func`` picks planner for the task (its own choice, among all four);
+    after that it returns None and ``candidate_func`` leaves only coder, twice: each
+    time the one candidate is the pick (the second time coder was also the previous
+    speaker). The task and three answers -> "Maximum number of messages 4 reached,
+    current message count: 4" (forced)."""
+    names = ("planner", "coder", "reviewer", "tester")
+    agents = [AssistantAgent(n, description=n, model_client=replay(f"{n} 1", f"{n} 2")) for n in names]
+
+    def selector_func(thread: Any) -> str | None:
+        return "planner" if thread[-1].source == "user" else None
+
+    def candidate_func(thread: Any) -> list[str]:
+        return ["coder"]
+
+    return SelectorGroupChat(
+        agents, model_client=replay(), selector_func=selector_func, candidate_func=candidate_func,
+        termination_condition=MaxMessageTermination(4), allow_repeated_speaker=True,
+    )
+
+
+def graph_loop() -> GraphFlow:
+    """A -> B ("initial" group), B -> C, C -> B when C says "loop" ("feedback" group),
+    C -> E when C says "exit": A, B, C ("loop please"), B again (activated by C alone),
+    C ("exit now"), E -> "Digraph execution is complete". No node waits for two parents."""
+    replies = {"A": ["a out"], "B": ["b draft", "b final"], "C": ["loop please", "exit now"], "E": ["e done"]}
+    nodes = {n: AssistantAgent(n, model_client=replay(*out)) for n, out in replies.items()}
+    builder = DiGraphBuilder()
+    for node in nodes.values():
+        builder.add_node(node)
+    builder.add_edge(nodes["A"], nodes["B"], activation_group="initial")
+    builder.add_edge(nodes["B"], nodes["C"])
+    builder.add_edge(nodes["C"], nodes["B"], condition=lambda m: "loop" in m.to_model_text(), activation_group="feedback")
+    builder.add_edge(nodes["C"], nodes["E"], condition=lambda m: "exit" in m.to_model_text())
+    return GraphFlow(participants=builder.get_participants(), graph=builder.build(),
+                     termination_condition=MaxMessageTermination(20))  # AutoGen asks a cycle for a limit
+
+
+def graph_fan_in_loop() -> GraphFlow:
+    """planner (the entry point) fans out to x and y, which fan in to join; join says
+    "again" the first time (back to planner) and "finish" the second (to done): the
+    fan-in runs twice, each time joining that round's x and y."""
+    replies = {"planner": ["p1", "p2"], "x": ["x1", "x2"], "y": ["y1", "y2"], "join": ["again", "finish"],
+               "done": ["bye"]}
+    nodes = {n: AssistantAgent(n, model_client=replay(*out)) for n, out in replies.items()}
+    builder = DiGraphBuilder()
+    for node in nodes.values():
+        builder.add_node(node)
+    builder.add_edge(nodes["planner"], nodes["x"]).add_edge(nodes["planner"], nodes["y"])
+    builder.add_edge(nodes["x"], nodes["join"]).add_edge(nodes["y"], nodes["join"])
+    builder.add_edge(nodes["join"], nodes["planner"], condition=lambda m: "again" in m.to_model_text())
+    builder.add_edge(nodes["join"], nodes["done"], condition=lambda m: "finish" in m.to_model_text())
+    builder.set_entry_point(nodes["planner"])
+    return GraphFlow(participants=builder.get_participants(), graph=builder.build(),
+                     termination_condition=MaxMessageTermination(20))
+
+
+def human(*answers: str) -> Any:
+    """An ``input_func`` for a ``UserProxyAgent``: a person who types ``answers`` in order."""
+    typed = iter(answers)
+    return lambda prompt: next(typed)
+
+
+def human_review_round_robin() -> RoundRobinGroupChat:
+    """writer drafts ("draft v1"), the human (user_proxy's input_func) asks "shorter
+    please", writer redrafts ("draft v2"), the human types "APPROVE" ->
+    "Text 'APPROVE' mentioned": the human ended the run, not an agent."""
+    writer = AssistantAgent("writer", model_client=replay("draft v1", "draft v2"))
+    user_proxy = UserProxyAgent("user_proxy", input_func=human("shorter please", "APPROVE"))
+    return RoundRobinGroupChat(
+        [writer, user_proxy], termination_condition=TextMentionTermination("APPROVE") | MaxMessageTermination(10),
+        name="review_with_human",
+    )
+
+
+def swarm_asking_user() -> Swarm:
+    """alice hands off to user (u1) -> "Handoff to user from alice detected."; the app
+    asks the person and runs the same team again with their ``HandoffMessage`` (see
+    :func:`resume_swarm`): alice answers "order 42 refunded TERMINATE" ->
+    "Text 'TERMINATE' mentioned" (alice's stop)."""
+    alice = AssistantAgent("alice", handoffs=["user"],
+                           model_client=replay(handoff("user", "u1"), "order 42 refunded TERMINATE"))
+    return Swarm([alice], termination_condition=HandoffTermination(target="user") | TextMentionTermination("TERMINATE"),
+                 name="support_swarm")
+
+
+async def resume_swarm(team: Swarm, answer: str = "my order is 42") -> Any:
+    """The app's second run of a swarm stopped by a handoff to user: the person's answer,
+    handed back to the agent that asked."""
+    last = team._participant_names[0]
+    return await team.run(task=HandoffMessage(source="user", target=last, content=answer))
+
+
+class NotesWorkbench(Workbench):
+    """An app's own workbench (no ``BaseTool`` behind it): ``add_note(text)`` keeps a
+    note, ``count_notes()`` says how many; an unknown tool is an error result."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    async def list_tools(self) -> list[ToolSchema]:
+        return [ToolSchema(name="add_note", description="Keep a note.",
+                           parameters={"type": "object", "properties": {"text": {"type": "string"}},
+                                       "required": ["text"]}),
+                ToolSchema(name="count_notes", description="How many notes there are.",
+                           parameters={"type": "object", "properties": {}})]
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
+                        cancellation_token: Any = None, call_id: str | None = None) -> ToolResult:
+        if name == "add_note":
+            self.notes.append(str((arguments or {}).get("text")))
+            out, error = "noted", False
+        elif name == "count_notes":
+            out, error = str(len(self.notes)), False
+        else:
+            out, error = f"no tool {name}", True
+        return ToolResult(name=name, result=[TextResultContent(content=out)], is_error=error)
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def reset(self) -> None:
+        self.notes.clear()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return {"notes": list(self.notes)}
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        self.notes = list(state.get("notes", []))
+
+
+def workbench_team() -> RoundRobinGroupChat:
+    """keeper's tools come from two workbenches: ``NotesWorkbench`` (the app's own) and a
+    ``StaticWorkbench`` that offers get_weather under the name "weather" (a tool override).
+    One model turn calls add_note(text=milk) as n1, count_notes as n2 and weather(city=Oslo)
+    as n3; the turn ends with the tools' summary; max_turns=1 -> "Maximum number of turns 1 reached."."""
+    weather = StaticWorkbench([FunctionTool(get_weather, description="Weather of a city.")],
+                              tool_overrides={"get_weather": ToolOverride(name="weather")})
+    keeper = AssistantAgent(
+        "keeper", workbench=[NotesWorkbench(), weather],
+        model_client=replay(tool_calls(("add_note", {"text": "milk"}, "n1"), ("count_notes", None, "n2"),
+                                       ("weather", {"city": "Oslo"}, "n3"))),
+    )
+    return RoundRobinGroupChat([keeper], max_turns=1, name="workbench_team")
+
+
+def openai_weather_team(base_url: str, *, stream: bool = False, include_usage: bool = False) -> RoundRobinGroupChat:
+    """a uses autogen-ext's real ``OpenAIChatCompletionClient`` (model "gpt-4o") against the
+    OpenAI-compatible server at ``base_url`` (tests/openai_server.py, which answers as
+    "gpt-4o-2024-08-06"): with the server's script [get_weather(city=Paris) as call_1,
+    "It is sunny"], a calls the tool and reflects; max_turns=1. ``stream``: the agent
+    streams its model calls; ``include_usage``: the client asks the stream for usage."""
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if include_usage else {}
+    client = OpenAIChatCompletionClient(model="gpt-4o", base_url=base_url, api_key="test-key", **extra)
+    a = AssistantAgent("a", tools=[get_weather], reflect_on_tool_use=True, model_client=client,
+                       model_client_stream=stream)
+    return RoundRobinGroupChat([a], max_turns=1, name="openai_team")

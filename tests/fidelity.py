@@ -18,6 +18,10 @@ Field meanings in traces that this checks (the trace contract):
   messages, tokens, timeout, recursion) and false for a voluntary stop.
 - ``aggregate`` events list ``sources`` (agent names) and
   ``source_instances`` (instance ids, one per source).
+- ``human_intervention`` events: ``agent`` is ``human``; ``recipients`` (or
+  ``to``) the agents the input reached; ``resume_of`` the interrupted trace a
+  resumed run continues. A participant that stands for a person (AutoGen's
+  ``UserProxyAgent``) has no event of its own.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ class Truth:
     app: str
     instances: dict[str, int]  # spawned agent name -> invocations
     delegations: tuple[Delegation, ...] = ()  # in order
+    humans: tuple[str, ...] = ()  # participants that stand for a person: never an agent of the trace
+    human_interventions: tuple[tuple[str, ...], ...] = ()  # each human input in order: the agents it reached
+    resumes: bool = False  # the run resumes an earlier one: a human intervention names it (resume_of)
+    task_id: str | None = None  # None: not checked
+    system: str | None = None  # None: not checked
+    # tool calls an agent made in an earlier run of the same conversation (its prompts may hold them)
+    earlier_tool_calls: tuple[tuple[str, str, str], ...] = ()
     tool_calls: tuple[tuple[str, str, str], ...] = ()  # (agent, tool, call_id), order free
     aggregates: tuple[Aggregate, ...] = ()
     stop: Stop | None = None
@@ -139,8 +150,32 @@ def fidelity_errors(trace: dict[str, Any], truth: Truth) -> list[str]:
             if bool(stop.get("forced")) != truth.stop.forced:
                 errors.append(f"stop forced: expected {truth.stop.forced}, got {stop.get('forced')!r}")
 
+    errors += _human_errors(trace, truth)
+    for key in ("task_id", "system"):
+        if getattr(truth, key) is not None and trace.get(key) != getattr(truth, key):
+            errors.append(f"{key}: expected {getattr(truth, key)}, got {trace.get(key)}")
+
     if truth.topology is not None and trace.get("topology") != truth.topology:
         errors.append(f"topology: expected {truth.topology}, got {trace.get('topology')}")
+    return errors
+
+
+def _human_errors(trace: dict[str, Any], truth: Truth) -> list[str]:
+    """A person's input is a human intervention reaching agents, never an agent's own event."""
+    errors = []
+    events = trace["events"]
+    for e in events:
+        if e["agent"] in truth.humans or (e["type"] == "spawn" and e.get("to") in truth.humans):
+            errors.append(f"event {e['id']} ({e['type']}): {e['agent']} stands for a person, not an agent")
+    interventions = [e for e in events if e["type"] == "human_intervention"]
+    got = [tuple(e.get("recipients") or [e.get("to")]) for e in interventions]
+    if got != list(truth.human_interventions):
+        errors.append(f"human interventions: expected {list(truth.human_interventions)}, got {got}")
+    if any(e["agent"] != "human" for e in interventions):
+        errors.append(f"human interventions by {sorted({e['agent'] for e in interventions})}, not 'human'")
+    resumed = any(e.get("resume_of") for e in interventions)
+    if resumed != truth.resumes:
+        errors.append(f"resume_of: expected {'one' if truth.resumes else 'none'}, got {'one' if resumed else 'none'}")
     return errors
 
 

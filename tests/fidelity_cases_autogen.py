@@ -26,6 +26,8 @@ from typing import Any
 import autogen_apps as apps
 from fidelity import Aggregate, Case, Delegation, Stop, Truth
 
+import orch_otel
+
 TIMEOUT = 30  # a hang fails the case instead of blocking the suite
 
 
@@ -200,3 +202,133 @@ CASES: list[Case] = [
         ),
     ),
 ]
+
+
+def _human_review() -> None:
+    asyncio.run(asyncio.wait_for(apps.human_review_round_robin().run(task="write a haiku"), TIMEOUT))
+
+
+def _swarm_resumed() -> None:
+    async def both() -> None:
+        team = apps.swarm_asking_user()
+        await team.run(task="refund my order")  # stops: alice hands off to user
+        await apps.resume_swarm(team)  # the person's answer, handed back to alice
+
+    asyncio.run(asyncio.wait_for(both(), TIMEOUT))
+
+
+def _named_task() -> None:
+    with orch_otel.task("ticket-18"):
+        _run(apps.weather_round_robin)()
+
+
+ISSUE_32: list[Case] = [  # the shapes of issue 32 (items 6-9, 12): also checked in every dataset view
+    Case(
+        framework="autogen",
+        run=_human_review,
+        truth=Truth(
+            app="autogen round robin with a person: user_proxy's input_func asks for a change, then types APPROVE",
+            instances={},
+            delegations=_turns("review_with_human", "writer", "user_proxy", "writer", "user_proxy"),
+            humans=("user_proxy",),
+            human_interventions=(("writer",), ("writer",)),  # each answer reaches the other participant
+            # the person's APPROVE fired TextMention: no agent chose to stop, so the team's stop is forced
+            stop=Stop("review_with_human", "Text 'APPROVE' mentioned", forced=True),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_swarm_resumed,
+        trace=1,
+        truth=Truth(
+            app="autogen swarm resumed by the user: alice handed off to user; their HandoffMessage is the next run's task",
+            instances={},
+            delegations=(Delegation("support_swarm", "alice", frozenset({"alice"})),),  # the handoff's target starts
+            human_interventions=(("alice",),),
+            resumes=True,
+            earlier_tool_calls=(("alice", "transfer_to_user", "u1"),),  # the first run's handoff, in her context
+            stop=Stop("alice", "Text 'TERMINATE' mentioned", forced=False),
+            topology="swarm",
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_run(apps.selector_with_candidates),
+        truth=Truth(
+            app="autogen selector with selector_func and candidate_func: planner by the function, then coder, the one candidate, twice",
+            instances={},
+            delegations=(
+                Delegation("SelectorGroupChat", "planner", frozenset({"planner", "coder", "reviewer", "tester"})),
+                Delegation("SelectorGroupChat", "coder", frozenset({"coder"})),
+                Delegation("SelectorGroupChat", "coder", frozenset({"coder"})),
+            ),
+            stop=Stop("SelectorGroupChat", "Maximum number of messages 4 reached", forced=True),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_run(apps.graph_loop),
+        truth=Truth(
+            app="autogen GraphFlow loop: A -> B -> C, C loops back to B once (activation groups), then exits to E",
+            instances={},
+            delegations=(
+                Delegation("GraphFlow", "A", frozenset({"A"})),
+                Delegation("GraphFlow", "B", frozenset({"B"})),
+                Delegation("GraphFlow", "C", frozenset({"C"})),
+                Delegation("GraphFlow", "B", frozenset({"B", "E"})),  # C's edges: the loop's held
+                Delegation("GraphFlow", "C", frozenset({"C"})),
+                Delegation("GraphFlow", "E", frozenset({"B", "E"})),  # the exit's held
+            ),
+            aggregates=(),  # B waits for one parent per activation
+            stop=Stop("GraphFlow", "Digraph execution is complete", forced=False),
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_run(apps.graph_fan_in_loop),
+        truth=Truth(
+            app="autogen GraphFlow fan-in inside a loop: planner -> (x, y) -> join, twice",
+            instances={},
+            delegations=(
+                Delegation("GraphFlow", "planner", frozenset({"planner"})),  # the entry point
+                Delegation("GraphFlow", "x,y", frozenset({"x", "y"})),
+                Delegation("GraphFlow", "join", frozenset({"join"})),
+                Delegation("GraphFlow", "planner", frozenset({"planner", "done"})),  # "again"
+                Delegation("GraphFlow", "x,y", frozenset({"x", "y"})),
+                Delegation("GraphFlow", "join", frozenset({"join"})),
+                Delegation("GraphFlow", "done", frozenset({"planner", "done"})),  # "finish"
+            ),
+            aggregates=(Aggregate("GraphFlow", ("x", "y")), Aggregate("GraphFlow", ("x", "y"))),  # one per round
+            stop=Stop("GraphFlow", "Digraph execution is complete", forced=False),
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_run(apps.workbench_team),
+        truth=Truth(
+            app="autogen workbenches: keeper calls the app's NotesWorkbench twice and a StaticWorkbench's renamed tool",
+            instances={},
+            delegations=_turns("workbench_team", "keeper"),
+            tool_calls=(("keeper", "add_note", "n1"), ("keeper", "count_notes", "n2"), ("keeper", "weather", "n3")),
+            stop=Stop("workbench_team", "Maximum number of turns 1 reached.", forced=True),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_named_task,
+        truth=Truth(
+            app="autogen run inside orch_otel.task('ticket-18'): the weather round robin, task named, one autogen root",
+            instances={},
+            delegations=_turns("weather_team", "a", "b"),
+            tool_calls=(("a", "get_weather", "call_1"),),
+            stop=Stop("b", "Text 'TERMINATE' mentioned", forced=False),
+            topology="centralized",
+            task_id="ticket-18",
+            system="autogen",
+        ),
+    ),
+]
+CASES += ISSUE_32

@@ -43,7 +43,7 @@ def _prompt_errors(where: str, messages: list[dict[str, Any]], truth: Truth, age
     """A prompt seen from ``agent``'s side: its assistant messages call only
     ``agent``'s tools, and every tool message answers a call made before it."""
     errors = []
-    own = _true_calls(truth, agent)
+    own = _true_calls(truth, agent) + Counter((t, c) for who, t, c in truth.earlier_tool_calls if who == agent)
     made: set[str] = set()
     for i, m in enumerate(messages):
         for call in m.get("tool_calls") or ():
@@ -65,7 +65,7 @@ def _decision_errors(rows: list[dict[str, Any]], truth: Truth, skip: Collection[
         if r["decision"] != "delegate":
             continue
         targets = r["action"]["targets"]
-        to = targets[0] if len(targets) == 1 else tuple(targets)
+        to = targets[0] if len(targets) == 1 else ",".join(targets)  # as the trace's ``to``
         options = frozenset(r["options"]) if r.get("options") is not None and "options" not in skip else None
         got.append(Delegation(r["agent"], to, options))
     want = [Delegation(d.by, d.to, None if "options" in skip else d.options) for d in truth.delegations]
@@ -94,6 +94,9 @@ def _trace_errors(rows: list[dict[str, Any]], truth: Truth, skip: Collection[str
     got = Counter((e["agent"], e["tool"], e.get("call_id")) for e in trace["events"] if e["type"] == "tool_call")
     if got != Counter(truth.tool_calls):
         errors.append(f"traces: tool calls expected {sorted(truth.tool_calls)}, got {sorted(got.elements())}")
+    humans = [tuple(e.get("recipients") or [e.get("to")]) for e in trace["events"] if e["type"] == "human_intervention"]
+    if humans != list(truth.human_interventions):
+        errors.append(f"traces: human interventions expected {list(truth.human_interventions)}, got {humans}")
     if truth.stop is not None and "stop" not in skip:
         voluntary = trace["metrics"].get("stop_voluntary")
         if voluntary != (0.0 if truth.stop.forced else 1.0):
@@ -133,6 +136,7 @@ def _chat_errors(rows: list[dict[str, Any]], truth: Truth, turns: list[dict[str,
     for r in rows:
         agent, where = r["agent"], f"chat {r['agent']}#{r['episode']}"
         called = {tool for tool, _ in _true_calls(truth, agent)}
+        called |= {tool for who, tool, _ in truth.earlier_tool_calls if who == agent}  # it has them
         offered = {t["function"]["name"] for t in r["tools"] or ()}
         if offered - called:
             errors.append(f"{where}: offers {sorted(offered - called)}, tools {agent} never called")
@@ -186,6 +190,11 @@ def view_errors(rows_by_view: dict[str, list[dict[str, Any]]], truth: Truth, ski
         errors += _chat_errors(rows_by_view["chat"], truth, rows_by_view.get("turns"))
     if "triplets" in rows_by_view:
         errors += _triplet_errors(rows_by_view["triplets"], truth)
+    for view in ("decisions", "turns", "chat", "triplets"):
+        for r in rows_by_view.get(view, ()):
+            agent = r.get("agent") or r.get("metadata", {}).get("agent_name")
+            if agent in truth.humans:
+                errors.append(f"{view}: a row for {agent}, who stands for a person")
     return errors
 
 

@@ -82,6 +82,21 @@ def test_uninstrument_restores_inherited_and_client_methods(instrumentor):
     assert vars(ReplayChatCompletionClient)["create"] is create
 
 
+def test_uninstrument_restores_workbench_and_openai_sdk_methods(instrumentor):
+    """Workbench classes and, once an autogen-ext OpenAI client class is patched,
+    the openai SDK's completions methods are patched and put back."""
+    pytest.importorskip("autogen_ext.models.openai", reason="needs autogen-ext[openai] (the dev extra)")
+    from autogen_ext.models.openai import OpenAIChatCompletionClient  # noqa: F401 (loaded: patched up front)
+    from openai.resources.chat.completions import AsyncCompletions
+
+    originals = {(cls, name): vars(cls)[name] for cls, name in (
+        (AsyncCompletions, "create"), (AsyncCompletions, "parse"), (apps.NotesWorkbench, "call_tool"))}
+    instrumentor.instrument()
+    assert all(vars(cls)[name] is not was for (cls, name), was in originals.items())
+    instrumentor.uninstrument()
+    assert all(vars(cls)[name] is was for (cls, name), was in originals.items())
+
+
 async def test_runtime_spans_option_keeps_them_inside_the_run(instrumentor, captured):
     instrumentor.instrument(runtime_spans=True)
     await asyncio.wait_for(apps.two_agent_round_robin(3).run(task="go"), TIMEOUT)

@@ -209,3 +209,24 @@ def test_decisions_mark_forced_stops(tmp_path):
     stops = {(r["task_id"], r["action"]["reason"], r["forced"]) for r in rows if r["decision"] == "stop"}
     assert stops == {("calc-ok", "end", False), ("calc-budget", "max_turns", True)}
     assert {r["forced"] for r in rows if r["decision"] != "stop"} == {None}
+
+
+def _row_trace_id(row: dict) -> str | None:
+    return row.get("trace_id") or (row.get("metadata") or {}).get("trace_id")
+
+
+@pytest.mark.parametrize("case", __import__("fidelity_cases_autogen").ISSUE_32, ids=lambda c: c.truth.app)
+def test_autogen_shapes_views_are_faithful(case, tmp_path):
+    """Each AutoGen shape of issue 32, every view of the run its truth describes
+    (the resumed run of a two-run app: the rows of that trace only)."""
+    instrumentor = _autogen()
+    traces = record_instrumented(tmp_path / "traces", instrumentor, case.run)
+    wanted = traces[case.trace]["trace_id"]
+    views = {}
+    for view in VIEWS:
+        summary = build([tmp_path / "traces"], tmp_path / view, Config(view=view))
+        assert summary.traces_used == len(traces) and summary.traces_skipped == 0
+        rows = [json.loads(line) for line in (tmp_path / view / f"{view}.jsonl").read_text().splitlines()]
+        assert all(_row_trace_id(r) for r in rows), f"{view} rows without a trace id"
+        views[view] = [r for r in rows if _row_trace_id(r) == wanted]
+    assert view_errors(views, case.truth) == []

@@ -241,3 +241,21 @@ def test_one_context_manager_object_shared_by_threads(captured):
     traces = captured.traces()
     assert len(traces) == 8
     assert sorted(t["rewards"]["r"] for t in traces) == list(range(8))
+
+
+def test_a_task_block_names_the_workflows_inside_it_and_no_other(captured, caplog):
+    with orch_otel.task("ticket-7"):
+        with orch_otel.workflow("inside"):
+            orch_otel.stop("end")
+        with orch_otel.workflow("own", task_id="mine"):  # an explicit task id wins
+            orch_otel.stop("end")
+    with orch_otel.workflow("after"):
+        orch_otel.stop("end")
+    with orch_otel.task(""):  # an empty id names nothing (logged)
+        with orch_otel.workflow("empty"):
+            orch_otel.stop("end")
+    inside, own, after, empty = captured.traces()
+    assert (inside["task_id"], own["task_id"]) == ("ticket-7", "mine")
+    assert after["task_id"] == after["trace_id"] and empty["task_id"] == empty["trace_id"]
+    assert inside["system"] == "custom" and len(captured.spans) == 4  # task() makes no span
+    assert "task() needs a non-empty task id" in caplog.text

@@ -23,7 +23,7 @@ instrumented = instrumentor_fixture(AutoGenInstrumentor)
 
 APPS = ["two_agent_round_robin", "failing_tool_team", "selector_team", "swarm_team", "graph_flow",
         "society_of_mind_team", "team_as_participant", "magentic_one", "tool_round_robin_max_messages",
-        "nested_text_mention"]
+        "nested_text_mention", "workbench_team"]
 
 
 class CalledForReal(AssertionError):

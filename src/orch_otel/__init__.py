@@ -31,6 +31,7 @@ from ._decorators import (
     tool,
     workflow,
 )
+from ._task import task
 from ._version import __version__
 from .content import ContentPolicy
 from .converter import Conversion, convert
@@ -70,6 +71,7 @@ __all__ = [
     "set_recorder",
     "spawn",
     "stop",
+    "task",
     "tool",
     "uninstrument",
     "view",

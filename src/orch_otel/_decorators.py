@@ -21,6 +21,7 @@ from ._faults import guarded
 from ._invocation import Invocation, LLMInvocation, current_agent
 from ._renamed import renamed_keyword
 from ._serving import ACTIVE, ModelCall, Served, ToolCall
+from ._task import current_task_id
 from .recorder import NOT_RECORDING, get_recorder
 from .vocabulary import Attr, StopReason
 
@@ -281,7 +282,7 @@ def workflow(
         recorder = get_recorder()
         return recorder.workflow(
             name or (target.__name__ if target else "workflow"),
-            task_id=task_id,
+            task_id=task_id or current_task_id(),
             system=system or "custom",
             topology=topology,
             input=_call_input(recorder, target, args, kwargs),
@@ -430,9 +431,11 @@ def stop(reason: str = StopReason.END, *, content: Any = None, source: str | Non
 
 
 @guarded
-def human_intervention(content: Any = None, *, resume_of: str | None = None) -> None:
-    """Record a human's input into the run (``resume_of``: the interrupted trace it resumes)."""
-    get_recorder().human_intervention(content, resume_of=resume_of)
+def human_intervention(content: Any = None, *, resume_of: str | None = None,
+                       recipients: str | Iterable[str] | None = None) -> None:
+    """Record a human's input into the run (``resume_of``: the interrupted trace it
+    resumes; ``recipients``: the agents it reaches, default the current one)."""
+    get_recorder().human_intervention(content, resume_of=resume_of, recipients=recipients)
 
 
 @guarded

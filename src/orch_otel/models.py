@@ -93,6 +93,7 @@ class Costs(BaseModel):
     wall_clock_s: NonNegativeFloat
     tool_calls: NonNegativeFloat | None = None
     messages: NonNegativeFloat | None = None
+    tokens_unknown_calls: NonNegativeFloat | None = None  # > 0: ``tokens`` is a lower bound
 
 
 class Trace(BaseModel):

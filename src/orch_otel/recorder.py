@@ -269,13 +269,17 @@ class Recorder:
         span.add_event(SpanEvent.AGGREGATE, attrs)
 
     def human_intervention(self, content: Any = None, *, resume_of: str | None = None,
-                           span: Span | None = None) -> None:
-        """A human's input into the run (for example the value that resumes an interrupt)."""
+                           recipients: str | Iterable[str] | None = None, span: Span | None = None) -> None:
+        """A human's input into the run (for example the value that resumes an
+        interrupt). ``recipients``: the agents it reaches (default: the agent or
+        run of ``span``)."""
         span = self._target_span(span, "human_intervention")
         if span is None:
             return
         attrs: dict[str, Any] = {}
         put(attrs, Attr.RESUME_OF, resume_of)
+        if recipients is not None:
+            attrs[Attr.RECIPIENTS] = names(recipients)
         content_into(attrs, self.content, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.HUMAN_INTERVENTION, attrs)
 

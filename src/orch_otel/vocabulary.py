@@ -188,6 +188,7 @@ class Attr:
     REWARD_TARGET = "orch.reward.target"
     OUTCOME = "orch.outcome"  # ok | error | cancelled | interrupted | handoff
     RESUME_OF = "orch.resume.of_trace_id"
+    LINK = "orch.link"  # on a span link: what the linked span is to this one ("resume_of": the interrupted run)
     SAFETY_KIND = "orch.safety.kind"
     IMPLIED = "orch.implied"  # on a decision, message or aggregate event: inferred from a foreign log, not recorded
     RECORDED_BY = "orch.recorded_by"  # on a foreign log's rewritten root: the instrumentation that wrote it
@@ -207,6 +208,7 @@ class SpanEvent:
 
 INSTRUMENTATION_NAME = "orch_otel"
 HUMAN_AGENT = "human"
+RESUME_LINK = "resume_of"  # Attr.LINK on a resumed run's link to the run it resumes
 
 
 class RewardUnit(_StrEnum):

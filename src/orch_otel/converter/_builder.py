@@ -306,6 +306,10 @@ class _Builder:
             self._collect_content(attrs)
         elif name == SpanEvent.HUMAN_INTERVENTION:
             data = {"id": None, "t": None, "type": _E_HUMAN_INTERVENTION, "agent": HUMAN_AGENT, "from": HUMAN_AGENT, "to": actor}
+            if Attr.RECIPIENTS in attrs:  # the agents the input reaches, not the run that took it
+                recipients = _list(attrs.get(Attr.RECIPIENTS))
+                data["to"] = ",".join(recipients) or actor
+                data["recipients"] = recipients
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             _put_text(data, "resume_of", attrs.get(Attr.RESUME_OF))
             self._add(event.time_ns, span, data, scope)

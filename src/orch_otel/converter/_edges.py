@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 def costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -> tuple[dict, dict]:
     """Trace costs and metrics in one pass; formulas in docs/trace-format.md#metrics."""
-    tokens = tool_calls = messages = llm_calls = errors = results = ok_results = max_fanout = 0
+    tokens = tool_calls = messages = llm_calls = errors = results = ok_results = max_fanout = unknown = 0
     for e in events:
         kind = e["type"]
         if e["status"] == _S_ERROR:
@@ -52,6 +52,7 @@ def costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -
             if e.get("channel") == _CH_LLM:
                 llm_calls += 1
                 tokens += _count(e.get("input_tokens")) + _count(e.get("output_tokens"))
+                unknown += e.get("input_tokens") is None or e.get("output_tokens") is None
             else:
                 messages += 1
         elif kind == _E_TOOL_CALL:
@@ -62,6 +63,8 @@ def costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -
         elif e.get("decision") == _D_SPAWN:
             max_fanout = max(max_fanout, len(e.get("targets", ())))
     costs = {"tokens": tokens, "wall_clock_s": _seconds(wall_ns), "tool_calls": tool_calls, "messages": messages}
+    if unknown:  # calls whose token counts were not reported: ``tokens`` is a lower bound
+        costs["tokens_unknown_calls"] = unknown
     metrics: dict[str, float] = {
         "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}),
         "max_depth": max((depth for _, depth in b.agent_spans), default=0),
@@ -151,5 +154,9 @@ def edges(ordered: list[_Ev], b: _Builder) -> list[dict[str, str]]:
             for target in data.get("targets", ()):
                 add(ev, next_of(involving, target, i), _EDGE_CAUSAL)
         elif kind == _E_HUMAN_INTERVENTION:
-            add(ev, next_of(by_actor, (data["to"], data.get("instance")), i), _EDGE_CAUSAL)
+            if "recipients" in data:
+                for recipient in data["recipients"]:
+                    add(ev, next_of(involving, recipient, i), _EDGE_CAUSAL)
+            else:
+                add(ev, next_of(by_actor, (data["to"], data.get("instance")), i), _EDGE_CAUSAL)
     return [{"src": s, "dst": d, "type": k} for s, d, k in found]

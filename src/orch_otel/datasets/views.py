@@ -97,6 +97,11 @@ def decision_points(p: Prepared, store: ContentIndex) -> Iterator[tuple[int, dic
                 item = _item("message", e.get("content_ref"), store, event_id=e["id"], **{"from": agent})
                 if item is not None:
                     inbox[recipient] = (inbox[recipient] + [item])[-_CONTEXT_LIMIT:]
+        elif kind == EventKind.HUMAN_INTERVENTION.value:
+            for recipient in e.get("recipients") or []:  # a human's words relayed to agents (AutoGen's UserProxyAgent)
+                item = _item("human", e.get("content_ref"), store, event_id=e["id"])
+                if item is not None:
+                    inbox[recipient] = (inbox[recipient] + [item])[-_CONTEXT_LIMIT:]
         elif kind == EventKind.RETURN.value and e.get("to"):
             item = _item("return", e.get("content_ref"), store, always=True, event_id=e["id"],
                          status=e.get("status"), **{"from": agent})

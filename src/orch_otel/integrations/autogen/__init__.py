@@ -11,8 +11,12 @@ Records every ``team.run()`` / ``team.run_stream()`` as exactly one trace:
   and candidates; MagenticOne's orchestrator too), handoffs as the agent's
   delegation plus a ``HandoffMessage`` message to the target,
 - messages relayed between participants (sender, recipients, type),
-- tool executions (``execute_tool {tool}`` with call ids) and model calls
-  (``chat {model}`` with token usage) through any ``ChatCompletionClient``,
+- tool executions (``execute_tool {tool}`` with call ids; tools of any
+  workbench too) and model calls (``chat {model}`` with token usage, and the
+  model id the server answered with for OpenAI clients) through any
+  ``ChatCompletionClient``,
+- a person's answers (a ``UserProxyAgent``, or a user's ``HandoffMessage``
+  resuming a swarm) as human interventions, never as an agent's turns,
 - GraphFlow fan-out (fan-out index and size) and fan-in (aggregate), and the
   SocietyOfMind summary (aggregate of the inner team),
 - the stop decision with its reason: the termination condition's
@@ -74,7 +78,7 @@ class AutoGenInstrumentor(BaseInstrumentor):
 
     def _patch_autogen(self, **kwargs: Any) -> None:
         # The frameworks are imported only here: on their first import, after the dependency check.
-        from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
+        from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent, UserProxyAgent
         from autogen_agentchat.base import Response, TaskResult, Team
         from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
         from autogen_agentchat.teams._group_chat._base_group_chat import BaseGroupChat
@@ -90,10 +94,12 @@ class AutoGenInstrumentor(BaseInstrumentor):
         from autogen_agentchat.teams._group_chat._swarm_group_chat import SwarmGroupChatManager
         from autogen_core._telemetry._tracing import TraceHelper
         from autogen_core.models import ChatCompletionClient, CreateResult
-        from autogen_core.tools import BaseStreamTool, BaseTool
+        from autogen_core.tools import BaseStreamTool, BaseTool, StaticStreamWorkbench, StaticWorkbench, ToolResult, Workbench
 
-        from . import _agents, _builtin, _managers, _runs, _stops
+        from . import _agents, _builtin, _managers, _runs, _stops, _workbenches
         from ._clients import ClientPatcher
+        from ._firstsight import Sightings
+        from ._workbenches import WorkbenchPatcher
 
         try:  # the offline client used in tests and examples: patch it up front
             importlib.import_module("autogen_ext.models.replay")
@@ -103,19 +109,23 @@ class AutoGenInstrumentor(BaseInstrumentor):
         recorder = recorder_for(kwargs.get("tracer_provider"))
         patches = self._patches = Patches()
         clients = ClientPatcher(recorder, patches, ChatCompletionClient, CreateResult)
+        workbenches = WorkbenchPatcher(recorder, patches, Workbench, ToolResult, (StaticWorkbench, StaticStreamWorkbench))
+        sightings = Sightings((clients, workbenches))
         nested_types = (Team, SocietyOfMindAgent)
 
         # Runs and turns.
-        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, clients, TaskResult, nested_types))
-        patches.wrap(BaseChatAgent, "run", _runs.agent_run(recorder, clients))
-        patches.wrap(BaseChatAgent, "run_stream", _runs.agent_run_stream(recorder, clients, TaskResult))
-        patches.wrap(ChatAgentContainer, "handle_request", _runs.handle_request(recorder, Team))
+        patches.wrap(BaseGroupChat, "run_stream", _runs.team_run_stream(recorder, sightings, TaskResult, nested_types,
+                                                                           HandoffMessage))
+        patches.wrap(BaseChatAgent, "run", _runs.agent_run(recorder, sightings))
+        patches.wrap(BaseChatAgent, "run_stream", _runs.agent_run_stream(recorder, sightings, TaskResult))
+        patches.wrap(ChatAgentContainer, "handle_request", _runs.handle_request(recorder, Team, UserProxyAgent))
 
         # Managers: delegation, messages, aggregation, stop.
         responses = _managers.agent_response(recorder, HandoffMessage, GroupChatAgentResponse, BaseChatMessage)
         no_choice = (RoundRobinGroupChatManager, SwarmGroupChatManager)  # the order / the handoff decides
         patches.wrap(BaseGroupChatManager, "_log_speaker_selection",
                      _managers.selection(recorder, GraphFlowManager, no_choice))
+        patches.wrap(GraphFlowManager, "update_message_thread", _managers.graph_activations())
         patches.wrap(SelectorGroupChatManager, "_select_speaker", _managers.selector_candidates())
         patches.wrap(SelectorGroupChatManager, "select_speaker", _managers.selector_choice())
         patches.wrap(BaseGroupChatManager, "_signal_termination",
@@ -135,11 +145,13 @@ class AutoGenInstrumentor(BaseInstrumentor):
                 patches.wrap(condition, "__call__", _stops.condition_call())
 
         # Agents: tools, handoffs, SocietyOfMind summaries, model calls.
+        patches.wrap(StaticWorkbench, "call_tool", _workbenches.static_call_tool())
         patches.wrap(BaseTool, "run_json", _agents.run_json(recorder))
         patches.wrap(BaseStreamTool, "run_json_stream", _agents.run_json_stream(recorder))
         patches.wrap(AssistantAgent, "_check_and_handle_handoff", _agents.handoff(recorder, HandoffMessage))
         patches.wrap(SocietyOfMindAgent, "on_messages_stream", _agents.society_of_mind(recorder, Response))
         clients.patch_loaded()
+        workbenches.patch_loaded()
 
         # AutoGen's built-in spans.
         for module, name in _builtin.GENAI_SPAN_SITES:

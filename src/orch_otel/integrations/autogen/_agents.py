@@ -17,17 +17,19 @@ from opentelemetry import trace
 from ...recorder import Recorder
 from ._served import served_tool
 from ._state import arg, recording, telemetry_failed
+from ._workbenches import called_as, inside_workbench_call
 
 
 def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any):
+    call_id = arg(args, kwargs, 2, "call_id")
     return recorder.tool(
-        tool.name, call_id=arg(args, kwargs, 2, "call_id"), arguments=arg(args, kwargs, 0, "args"),
+        called_as(call_id) or tool.name, call_id=call_id, arguments=arg(args, kwargs, 0, "args"),
     ).start(attach=True)
 
 
 def run_json(recorder: Recorder) -> Callable[..., Any]:
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        if not recording():  # only tools that run inside a traced run
+        if not recording() or inside_workbench_call():  # outside a run, or the workbench call's own tool
             return await wrapped(*args, **kwargs)
         try:
             inv = _tool_invocation(recorder, instance, args, kwargs)
@@ -63,7 +65,7 @@ def run_json_stream(recorder: Recorder) -> Callable[..., Any]:
         inv.end()
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        if not recording():
+        if not recording() or inside_workbench_call():
             return wrapped(*args, **kwargs)
         inv = recorder.tool(instance.name, call_id=arg(args, kwargs, 2, "call_id"),
                             arguments=arg(args, kwargs, 0, "args")).start(attach=False)

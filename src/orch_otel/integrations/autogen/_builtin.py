@@ -14,8 +14,9 @@
   runtime tracing to the global provider or orch-otel's: a runtime given its
   own ``tracer_provider`` keeps its spans exactly as AutoGen makes them.
 
-MCP workbench tools are not patched: their ``execute_tool`` span is the only
-span of such a call and already carries the GenAI tool attributes.
+MCP's workbench opens AutoGen's ``execute_tool`` span in its ``call_tool``;
+once that class is patched (``_workbenches``), orch-otel's span of the call
+replaces it (``suppress`` in the workbench's module).
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ from opentelemetry import trace
 from ...recorder import Recorder
 from ...vocabulary import function_tool
 from .._patch import Patches
+from . import _openai
+from ._firstsight import ClassPatcher
 from ._served import create_result, replaying, served_model
-from ._state import LLM_KEY, arg, telemetry_failed
+from ._state import LLM_KEY, ModelCall, arg, telemetry_failed
 
-_METHODS = ("create", "create_stream")
 _PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)
     ("AzureOpenAI", "azure.ai.openai"),
     (".openai.", "openai"),
@@ -72,7 +73,8 @@ def _start(recorder: Recorder, client: Any, args: Any, kwargs: Any):
     inv = recorder.llm(model_name(client), provider=provider_name(client), input_messages=messages,
                        tools=tools)
     inv.start(attach=False)
-    return inv, otel_context.set_value(LLM_KEY, True, inv.context)
+    call = ModelCall()
+    return inv, call, otel_context.set_value(LLM_KEY, call, inv.context)
 
 
 def _tool_definitions(tools: Any) -> list[dict[str, Any]] | None:
@@ -150,13 +152,17 @@ def output_view(result: Any) -> Any:
     return {"role": "assistant", "content": content}
 
 
-def _respond(inv: Any, result: Any) -> None:
+def _respond(inv: Any, call: ModelCall, result: Any) -> None:
+    """The reply, its model id and token counts. A server that reported no usage
+    (a stream without ``include_usage``) gets a ``CreateResult`` with 0 and 0 from
+    the client: those are unknown, not zero, and recorded as unknown."""
     try:
-        usage = getattr(result, "usage", None)
+        usage = None if call.usage_reported is False else getattr(result, "usage", None)
         inv.set_response(
             output_view(result),
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),
+            response_model=call.response_model,
         )
     except Exception:
         telemetry_failed("model response")
@@ -167,7 +173,7 @@ def create_wrapper(recorder: Recorder) -> Callable[..., Any]:
         if not _in_run():
             return await wrapped(*args, **kwargs)
         try:
-            inv, ctx = _start(recorder, instance, args, kwargs)
+            inv, call, ctx = _start(recorder, instance, args, kwargs)
         except Exception:
             telemetry_failed("model call start")
             return await wrapped(*args, **kwargs)
@@ -180,7 +186,7 @@ def create_wrapper(recorder: Recorder) -> Callable[..., Any]:
             raise
         finally:
             otel_context.detach(token)
-        _respond(inv, result)
+        _respond(inv, call, result)
         inv.end()
         return result
 
@@ -190,7 +196,7 @@ def create_wrapper(recorder: Recorder) -> Callable[..., Any]:
 def create_stream_wrapper(recorder: Recorder, result_type: type) -> Callable[..., Any]:
     async def traced(agen: Any, client: Any, args: Any, kwargs: Any) -> AsyncIterator[Any]:
         try:  # at the first step: a stream never iterated leaves no span
-            inv, ctx = _start(recorder, client, args, kwargs)
+            inv, call, ctx = _start(recorder, client, args, kwargs)
         except Exception:
             telemetry_failed("model stream start")
             async for item in agen:
@@ -216,7 +222,7 @@ def create_stream_wrapper(recorder: Recorder, result_type: type) -> Callable[...
                 finally:
                     otel_context.detach(token)
                 if isinstance(item, result_type):
-                    _respond(inv, item)
+                    _respond(inv, call, item)
                 yield item
         except BaseException as exc:
             inv.fail(exc)
@@ -236,49 +242,17 @@ async def _one(result: Any) -> AsyncIterator[Any]:
     yield result
 
 
-class ClientPatcher:
+class ClientPatcher(ClassPatcher):
     """Patches model client classes on first sight."""
 
     def __init__(self, recorder: Recorder, patches: Patches, base: type, result_type: type) -> None:
-        self._patches = patches
-        self._base = base
-        self._seen: set[type] = set()
-        self._wrappers = {"create": create_wrapper(recorder),
-                          "create_stream": create_stream_wrapper(recorder, result_type)}
-
-    def patch_loaded(self) -> None:
-        """Every client class imported so far."""
-        pending: list[type] = list(self._base.__subclasses__())
-        while pending:
-            cls = pending.pop()
-            pending.extend(cls.__subclasses__())
-            self.patch_class(cls)
-
-    def patch_class(self, cls: type) -> None:
-        if cls in self._seen:
-            return
-        self._seen.add(cls)
-        for method in _METHODS:
-            owner = next((c for c in cls.__mro__ if method in vars(c)), None)
-            if owner is None or owner is self._base or getattr(vars(owner)[method], "__isabstractmethod__", False):
-                continue
-            if not self._patches.is_wrapped(owner, method):
-                self._patches.wrap(owner, method, self._wrappers[method])
+        super().__init__(patches, base, {"create": create_wrapper(recorder),
+                                         "create_stream": create_stream_wrapper(recorder, result_type)},
+                         on_patch=_openai.patcher(patches))
 
     def discover(self, client: Any) -> None:
-        if client is None:
-            return
-        cls = type(client)
-        if cls not in self._seen and isinstance(client, self._base):
-            self.patch_class(cls)
-        inner = getattr(client, "client", None)  # ChatCompletionCache and similar wrappers
-        if inner is not None and type(inner) not in self._seen and isinstance(inner, self._base):
-            self.patch_class(type(inner))
+        super().discover(client)
+        super().discover(getattr(client, "client", None))  # ChatCompletionCache and similar wrappers
 
     def discover_agent(self, agent: Any) -> None:
         self.discover(getattr(agent, "_model_client", None))
-
-    def discover_team(self, team: Any) -> None:
-        self.discover(getattr(team, "_model_client", None))
-        for participant in getattr(team, "_participants", ()):
-            self.discover(getattr(participant, "_model_client", None))

@@ -67,7 +67,7 @@ def selection(recorder: Recorder, graph_manager_type: type | None,
         state.options = None
         state.last_speakers = names
         if is_graph:
-            _fan_in(recorder, state, instance, names)
+            _fan_in(recorder, state, names)
         if len(names) > 1:
             size = len(names)
             for index, name in enumerate(names):
@@ -92,16 +92,67 @@ def _graph_options(state: RunState, manager: Any) -> list[str]:
     return list(targets)
 
 
-def _fan_in(recorder: Recorder, state: RunState, manager: Any, names: list[str]) -> None:
-    if state.parents is None:
-        try:
-            state.parents = manager._graph.get_parents()
-        except Exception:
-            state.parents = {}
+def _fan_in(recorder: Recorder, state: RunState, names: list[str]) -> None:
+    """A chosen node whose activation waited for several parents aggregates them
+    (their edges fired since its last activation: see :func:`graph_activations`)."""
     for name in names:
-        sources = [p for p in state.parents.get(name, ()) if p in state.seen]
-        if len(sources) > 1:
+        sources = state.activations.pop(name, None)
+        if sources is not None and len(sources) > 1:
             recorder.aggregate(sources=sources, span=state.span)
+
+
+def graph_activations() -> Callable[..., Any]:
+    """``GraphFlowManager.update_message_thread(messages)``: which of the speaker's
+    outgoing edges fired (their condition held), read from the manager's own
+    counters before and after: an ``all`` group's count went down, an ``any``
+    group's target got enqueued. When a group is complete, the parents whose
+    edges completed it are the sources of the target's next activation; a loop
+    that runs the target again starts a new activation, with only its own parents."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        state = state_of(instance)
+        before = None
+        if state is not None:
+            try:
+                before = _edge_counts(instance, arg(args, kwargs, 0, "messages"))
+            except Exception:
+                telemetry_failed("graph activation")
+        result = await wrapped(*args, **kwargs)
+        if state is not None and before is not None:
+            try:
+                _note_fired(state, instance, *before)
+            except Exception:
+                telemetry_failed("graph activation")
+        return result
+
+    return wrapper
+
+
+def _edge_counts(manager: Any, messages: Any) -> tuple[str, list[tuple[str, str, bool, Any]]] | None:
+    source = getattr(messages[-1], "source", None) if messages else None
+    if not isinstance(source, str) or source not in manager._graph.nodes:
+        return None
+    counts = []
+    for edge in manager._edges.get(source, ()):
+        target, group = edge.target, edge.activation_group
+        every = manager._activation[target][group] == "all"
+        counts.append((target, group, every,
+                       manager._remaining[target][group] if every else manager._enqueued_any[target][group]))
+    return source, counts
+
+
+def _note_fired(state: RunState, manager: Any, source: str, counts: list[tuple[str, str, bool, Any]]) -> None:
+    for target, group, every, before in counts:
+        if every:
+            left = manager._remaining[target][group]
+            if left != before - 1:
+                continue  # the edge's condition did not hold
+            arrived = state.arrivals.setdefault((target, group), [])
+            arrived.append(source)
+            if left == 0:  # the group is complete: the target is ready
+                state.activations.setdefault(target, []).extend(state.arrivals.pop((target, group)))
+        elif not before and manager._enqueued_any[target][group]:  # the first edge of an "any" group
+            state.activations.setdefault(target, []).append(source)
 
 
 def selector_candidates() -> Callable[..., Any]:
@@ -117,11 +168,21 @@ def selector_candidates() -> Callable[..., Any]:
     return wrapper
 
 
+class _Unassigned(str):
+    """The previous speaker's own value, as a new object: AutoGen assigns
+    ``_previous_speaker`` only when it picked among candidates, so finding this
+    very object there afterwards means ``selector_func`` chose."""
+
+    __slots__ = ()
+
+
 def selector_choice() -> Callable[..., Any]:
     """``SelectorGroupChatManager.select_speaker``: when the model was not asked,
     either one candidate was left (after ``candidate_func`` or the no-repeat
     rule: the options are that one) or ``selector_func`` chose (among all
-    participants). Only the candidate path updates ``_previous_speaker``."""
+    participants). Only the candidate path assigns ``_previous_speaker``, maybe
+    to the value it had: with both functions set (where AutoGen reads that
+    attribute nowhere during the call) an equal stand-in tells the paths apart."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = state_of(instance)
@@ -129,17 +190,37 @@ def selector_choice() -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         state.options = None
         before = getattr(instance, "_previous_speaker", None)
-        speakers = await wrapped(*args, **kwargs)
+        mark = _mark(instance, before)
+        try:
+            speakers = await wrapped(*args, **kwargs)
+        finally:
+            after = getattr(instance, "_previous_speaker", None)
+            if mark is not None and after is mark:
+                instance._previous_speaker = before  # not assigned: put the app's own object back
         if state.options is None:
             try:
                 chosen = speakers if isinstance(speakers, str) else speakers[0]
-                by_func = instance._selector_func is not None and instance._previous_speaker == before
+                assigned = after is not mark if mark is not None else after != before
+                by_func = instance._selector_func is not None and not assigned
                 state.options = list(instance._participant_names) if by_func else [chosen]
             except Exception:
                 telemetry_failed("selector choice")
         return speakers
 
     return wrapper
+
+
+def _mark(manager: Any, before: Any) -> _Unassigned | None:
+    """Put a stand-in equal to the previous speaker in its place, when both a
+    ``selector_func`` and a ``candidate_func`` are set and there was one."""
+    try:
+        if isinstance(before, str) and manager._selector_func is not None and manager._candidate_func is not None:
+            mark = _Unassigned(before)
+            manager._previous_speaker = mark
+            return mark
+    except Exception:
+        telemetry_failed("selector choice")
+    return None
 
 
 def in_run_context() -> Callable[..., Any]:
@@ -165,12 +246,18 @@ def agent_response(recorder: Recorder, handoff_type: type[Any], agent_response_t
         sender = message.name
         if isinstance(message, agent_response_type):
             chat = message.response.chat_message
-            if isinstance(chat, handoff_type):
+            handoff = isinstance(chat, handoff_type)
+            # the last response handed off out of the team: to a person, who may answer in a later run
+            state.handed_to = chat.target if handoff and chat.target not in manager._participant_names else None
+            if handoff:
                 recipients = [chat.target]
                 content: Any = {"content": chat.content, "target": chat.target, "context": chat.context}
             else:
                 recipients = _others(state, manager, sender)
                 content = _message_content(chat)
+            if sender in state.humans:  # a human's answer (UserProxyAgent), relayed by the team
+                recorder.human_intervention(_message_content(chat), recipients=recipients, span=state.span)
+                return
             kind = type(chat).__name__
         else:  # a team participant's TaskResult
             result = message.result

@@ -10,15 +10,18 @@ context, and the consumer may iterate from any task.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import CANCELLED, ERROR, OK
+from ..._task import current_task_id
 from ...recorder import Recorder
-from ...vocabulary import StopReason, Topology
-from ._clients import ClientPatcher
+from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
+from ._firstsight import Sightings
 from ._state import RUNS, SYSTEM, RunState, arg, attached, current_state, telemetry_failed
 
 
@@ -111,15 +114,40 @@ def _topology(team: Any, nested_types: tuple[type, ...]) -> str:
     return Topology.CENTRALIZED.value
 
 
-def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type,
-                    nested_types: tuple[type, ...]) -> Callable[..., Any]:
+def _human_answer(task: Any, handoff_type: type, participants: list[str]) -> Any:
+    """The ``HandoffMessage`` in a run's task that someone outside the team (a
+    human, after a handoff to them) sends back to a participant, if any."""
+    messages: Any = task if isinstance(task, (list, tuple)) else (task,)
+    for message in messages:
+        if isinstance(message, handoff_type) and getattr(message, "source", None) not in participants:
+            return message
+    return None
+
+
+HANDED_OUT: OrderedDict[str, tuple[SpanContext, str]] = OrderedDict()
+"""Root runs that ended handing off out of the team, by team id: their span and
+the human they handed off to (the team's next run with that human's answer
+resumes them). Bounded: the oldest are forgotten first."""
+
+_HANDED_OUT_LIMIT = 1024
+
+
+def _hand_out(team_id: str, span: SpanContext, target: str) -> None:
+    HANDED_OUT[team_id] = (span, target)
+    HANDED_OUT.move_to_end(team_id)
+    while len(HANDED_OUT) > _HANDED_OUT_LIMIT:
+        HANDED_OUT.popitem(last=False)
+
+
+def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
+                    nested_types: tuple[type, ...], handoff_type: type) -> Callable[..., Any]:
     """``BaseGroupChat.run_stream``: one span per run (the trace root unless nested)."""
 
     def begin(team: Any, task: Any) -> tuple[RunState, Callable[[], None]] | None:
         team_id = getattr(team, "_team_id", None)
         if getattr(team, "_is_running", False) or team_id is None:  # AutoGen will refuse this run
             return None
-        clients.discover_team(team)
+        sightings.discover_team(team)
         parent = current_state()
         name = team.name
         if parent is not None:  # a nested team: spawned by the agent (or team) it runs in
@@ -130,17 +158,33 @@ def team_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: typ
                 name, agent_id=team_id, role=type(team).__name__, description=team.description, spawned=True,
                 fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
             )
+            human = None
         else:
-            inv = recorder.workflow(name, conversation_id=team_id, system=SYSTEM,
-                                    topology=_topology(team, nested_types), input=_task(recorder, task))
+            human = _human_answer(task, handoff_type, team._participant_names)
+            previous = HANDED_OUT.pop(team_id, None) if human is not None else None
+            if previous is not None and previous[1] != human.source:
+                previous = None  # answered by someone else than the run handed off to
+            inv = recorder.workflow(
+                name, task_id=current_task_id(), conversation_id=team_id, system=SYSTEM,
+                topology=_topology(team, nested_types), input=_task(recorder, task),
+                links=[Link(previous[0], {Attr.LINK: RESUME_LINK})] if previous else None,
+            )
         inv.start(attach=False)
         state = RUNS[team_id] = RunState(name, inv, nested=parent is not None, parent=parent)
         if parent is not None:  # a team participant's run is its turn in the enclosing run
             parent.add_turn(name, inv)
+        elif human is not None:  # the human answers the handoff that ended an earlier run
+            recorder.human_intervention(getattr(human, "content", None), recipients=[human.target], span=inv.span,
+                                        resume_of=format(previous[0].trace_id, "032x") if previous else None)
 
         def forget() -> None:
             if RUNS.get(team_id) is state:
                 del RUNS[team_id]
+            if parent is None and state.handed_to is not None:  # the run ended handing off to a human
+                try:
+                    _hand_out(team_id, inv.span.get_span_context(), state.handed_to)
+                except Exception:
+                    telemetry_failed("run hand-out")
 
         return state, forget
 
@@ -163,16 +207,17 @@ def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None, t
     return recorder.agent(
         name, role=type(agent).__name__, description=agent.description, spawned=parent is not None,
         system=SYSTEM if parent is None else None, input=_task(recorder, task) if parent is None else None,
+        task_id=current_task_id() if parent is None else None,
     )
 
 
-def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
+def agent_run(recorder: Recorder, sightings: Sightings) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run`` (not in a team): one agent span; inside
     a run (for example an ``AgentTool``) the agent is a spawned sub-agent."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
-            clients.discover_agent(instance)
+            sightings.discover_agent(instance)
             parent = current_state()
             inv = _agent_invocation(recorder, instance, parent, arg(args, kwargs, 0, "task")).start(attach=False)
             state = RunState(instance.name, inv, nested=parent is not None, parent=parent)
@@ -191,11 +236,11 @@ def agent_run(recorder: Recorder, clients: ClientPatcher) -> Callable[..., Any]:
     return wrapper
 
 
-def agent_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: type) -> Callable[..., Any]:
+def agent_run_stream(recorder: Recorder, sightings: Sightings, result_type: type) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run_stream``, like :func:`agent_run`."""
 
     def begin(agent: Any, task: Any) -> tuple[RunState, None]:
-        clients.discover_agent(agent)
+        sightings.discover_agent(agent)
         parent = current_state()
         inv = _agent_invocation(recorder, agent, parent, task).start(attach=False)
         return RunState(agent.name, inv, nested=parent is not None, parent=parent), None
@@ -209,15 +254,21 @@ def agent_run_stream(recorder: Recorder, clients: ClientPatcher, result_type: ty
     return wrapper
 
 
-def handle_request(recorder: Recorder, team_type: type) -> Callable[..., Any]:
+def handle_request(recorder: Recorder, team_type: type, human_type: type) -> Callable[..., Any]:
     """``ChatAgentContainer.handle_request``: one turn of a participant. A team
-    participant gets no turn span of its own: its nested run is the turn."""
+    participant gets no turn span of its own: its nested run is the turn. Nor
+    does a ``UserProxyAgent``: a human answers, and the answer is recorded as a
+    human intervention (``_managers.agent_response``), never as an agent's turn."""
 
     def _turn(state: RunState, instance: Any) -> Any:
         agent = instance._agent
         name = agent.name
         if isinstance(agent, team_type):
             state.seen.add(name)
+            return None
+        if isinstance(agent, human_type):
+            state.seen.add(name)
+            state.add_human(name)
             return None
         fan = state.fanout.pop(name, None)
         spawned = state.nested and name not in state.seen  # a nested team's agents come to life with it
@@ -240,7 +291,7 @@ def handle_request(recorder: Recorder, team_type: type) -> Callable[..., Any]:
         if inv is None:
             if state is None:
                 return await wrapped(*args, **kwargs)
-            with attached(state.ctx):  # a team participant: its nested run is the turn
+            with attached(state.ctx):  # a team participant (its nested run is the turn), or a human
                 return await wrapped(*args, **kwargs)
         with inv:  # fails it on an exception (re-raised untouched), else ends it
             return await wrapped(*args, **kwargs)

@@ -4,10 +4,12 @@ recording, inside the span the wrapper records for it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
+from autogen_core.tools import TextResultContent, ToolResult
 
 from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from ...vocabulary import Attr
@@ -49,3 +51,9 @@ def create_result(served: Served) -> CreateResult:
         return CreateResult(finish_reason="function_calls", content=functions, usage=usage, cached=False,
                             thought=view.get("content") or None)
     return CreateResult(finish_reason="stop", content=view.get("content") or "", usage=usage, cached=False)
+
+
+def tool_result(served: Served, name: Any) -> ToolResult:
+    """A recorded workbench result (its text) as the workbench's ``ToolResult``."""
+    output = served.output if isinstance(served.output, str) else json.dumps(served.output)
+    return ToolResult(name=str(name), result=[TextResultContent(content=output)], is_error=False)

@@ -26,12 +26,30 @@ LLM_KEY = otel_context.create_key("orch_otel.autogen.llm")
 SYSTEM = "autogen"
 
 
+class ModelCall:
+    """What the layer under a model client tells about one call in progress
+    (the value of ``LLM_KEY``): the model id the server answered with, and
+    whether it reported token usage (None: not known to this layer)."""
+
+    __slots__ = ("response_model", "usage_reported")
+
+    def __init__(self) -> None:
+        self.response_model: str | None = None
+        self.usage_reported: bool | None = None
+
+
+def model_call() -> ModelCall | None:
+    """The model call in progress in the current context, if any."""
+    value = otel_context.get_value(LLM_KEY)
+    return value if isinstance(value, ModelCall) else None
+
+
 class RunState:
     """One team (or standalone agent) run in progress."""
 
     __slots__ = ("actor", "invocation", "span", "ctx", "nested", "parent", "stop", "stop_source", "stop_forced",
-                 "error_type", "options", "fanout", "seen", "parents", "last_speakers", "turns", "firings",
-                 "round_limit", "final_answer")
+                 "error_type", "options", "fanout", "seen", "arrivals", "activations", "last_speakers", "turns", "firings",
+                 "round_limit", "final_answer", "humans", "handed_to")
 
     def __init__(self, actor: str, invocation: Invocation, nested: bool, parent: RunState | None = None) -> None:
         self.actor = actor  # the name the converter gives the run span's events
@@ -47,12 +65,15 @@ class RunState:
         self.options: list[str] | None = None  # the selector's real candidate list for the next choice
         self.fanout: dict[str, tuple[int, int]] = {}  # speaker -> (index, size) of a parallel selection
         self.seen: set[str] = set()  # participants that already had a turn in this run
-        self.parents: dict[str, list[str]] | None = None  # GraphFlow: node -> parent nodes
+        self.arrivals: dict[tuple[str, str], list[str]] = {}  # GraphFlow: (node, activation group) -> parents so far
+        self.activations: dict[str, list[str]] = {}  # GraphFlow: ready node -> the parents that activated it
         self.last_speakers: list[str] | None = None  # the previous speaker selection
         self.turns: dict[str, Invocation] = {}  # agent -> its latest turn in this run or a run nested in it
         self.firings: list[Any] = []  # termination conditions that fired since the last stop (_stops.Firing)
         self.round_limit = False  # MagenticOne: the orchestrator's max_turns (rounds) ran out
         self.final_answer = False  # MagenticOne: the orchestrator is giving its final answer
+        self.humans: set[str] = set()  # participants that stand for a human (UserProxyAgent), here or nested
+        self.handed_to: str | None = None  # the last handoff went to someone outside the team (a human)
 
     def add_turn(self, name: str, invocation: Invocation) -> None:
         """Remember ``name``'s latest turn here and in every run around this one
@@ -60,6 +81,14 @@ class RunState:
         state: RunState | None = self
         while state is not None:
             state.turns[name] = invocation
+            state = state.parent
+
+
+    def add_human(self, name: str) -> None:
+        """``name`` stands for a human, here and in every run around this one."""
+        state: RunState | None = self
+        while state is not None:
+            state.humans.add(name)
             state = state.parent
 
 

@@ -122,6 +122,10 @@ def decide(state: RunState, manager: Any, message: Any, graph_type: type, magent
     if source == getattr(manager, "_name", None):  # the manager's own stop, not a condition's
         return not _natural_end(state, manager, message, graph_type, magentic_type), None
     names = {part.strip() for part in source.split(",")}
-    forced = names <= FORCED_CONDITIONS
+    # A condition that only a human's message fired (a UserProxyAgent's) is the human's decision:
+    # no policy chose it, so, like an external stop, it is forced for the team.
+    by_agents = {f.source for f in firings if f.agent not in state.humans}
+    by_humans = {f.source for f in firings if f.agent in state.humans} - by_agents
+    forced = names <= FORCED_CONDITIONS | by_humans
     chosen = next((f for f in firings if f.source in names and f.source not in FORCED_CONDITIONS and f.turn is not None), None)
     return forced, chosen
