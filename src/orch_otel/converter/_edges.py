@@ -63,8 +63,9 @@ def costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -
             max_fanout = max(max_fanout, len(e.get("targets", ())))
     costs = {"tokens": tokens, "wall_clock_s": _seconds(wall_ns), "tool_calls": tool_calls, "messages": messages}
     metrics: dict[str, float] = {
-        "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}),
-        "max_depth": max((depth for _, depth in b.agent_spans), default=0),
+        "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}
+                      | {s.name for s in b.scopes.values() if s.workflow and s.span_id in b.llm_scopes}),
+        "max_depth": b.max_depth,
         "max_fanout": max_fanout,
         "llm_calls": llm_calls,
         "error_events": errors,
