@@ -18,8 +18,9 @@ Conventions of these truths, from LangGraph's semantics:
   the tool calls it runs are the agent's whose model asked for them (one
   instance across its tool loop);
 - a graph that a tool or a Functional API ``@task`` invokes is an agent named
-  by the graph's own name, spawned by the agent that called the tool (the
-  entrypoint for a task), one instance per call;
+  by the graph's own name, spawned by the agent that called the tool (its
+  spawn decision: the model asked for that call) or by the entrypoint for a
+  task, one instance per call;
 - a ``Send`` fan-out is the spawn decision of the node that sent it.
 """
 
@@ -294,7 +295,8 @@ DOCS_SHAPES: list[Case] = [
                 ("lead", "research", "call_r1"), ("lead", "research", "call_r2"), ("lead", "write", "call_w1"),
                 ("researcher", "lookup", "call_lookup"), ("researcher", "lookup", "call_lookup"),
             ),
-            spawns=(Spawn("lead", ("researcher",)), Spawn("lead", ("researcher", "writer"))),
+            # each tool call the lead's model made starts its agent
+            spawns=(Spawn("lead", ("researcher",)), Spawn("lead", ("researcher",)), Spawn("lead", ("writer",))),
             stop=Stop("lead", reason="end"),
             topology="centralized",
             spawned_by={"researcher": "lead", "writer": "lead"},

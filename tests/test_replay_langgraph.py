@@ -290,10 +290,9 @@ def test_fork_at_a_stop_offers_the_agents_by_their_names_also_those_that_never_r
     assert events_of(result.trace, "spawn", to="research_expert")
 
 
-# build_agents_as_tools is not here: its two parallel agent tools start their agents close together, and
-# whether the converter groups them into one implied spawn decision depends on timing (known limitation)
 SHAPES: dict[str, tuple[Any, Any]] = {
     "tool_loop_router": (shapes.build_tool_loop_router, apps.user_input("fix it")),
+    "agents_as_tools": (shapes.build_agents_as_tools, apps.user_input("report")),
     "task_tool": (shapes.build_task_tool, apps.user_input("report")),
     "functional_reviews": (shapes.build_functional_reviews, "a text"),
     "planner_split": (shapes.build_planner_split, apps.user_input("plan it")),

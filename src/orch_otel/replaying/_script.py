@@ -100,7 +100,9 @@ class Script:
 
     def model_answer(self, call: ModelCall, live_text: Callable[[str], str | None]) -> Recorded:
         pending = [r for r in self.models if not r.used]
-        match = next((r for r in pending if call.request_ref is not None and r.request_ref == call.request_ref), None)
+        same = [r for r in pending if call.request_ref is not None and r.request_ref == call.request_ref]
+        # two agents may send one prompt at once (parallel tasks): each gets its own model's reply
+        match = next((r for r in same if r.event.get("model") == call.model), same[0] if same else None)
         if match is None and call.request_ref is None and pending:
             match = pending[0]
         if match is None and call.request_ref is not None:  # the same prompt but for ids a framework made up

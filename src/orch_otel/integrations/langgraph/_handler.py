@@ -49,6 +49,7 @@ from ._runs import (
     SEND,
     SUBGRAPH,
     SYSTEM,
+    TOOL,
     TOOLS,
     WORKFLOW,
     Run,
@@ -204,10 +205,13 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             node.absorbed = True  # a Send target that runs a subgraph: one agent, the node's
             return
         call = run.hosting_call(node)  # a tool or a @task runs the graph: it is named by its own name
-        if call is not None:
-            name = run.name if run.name != DEFAULT_GRAPH_NAME else call
-        else:
+        if call is None:
             name = run.node_key or run.name
+        else:
+            name = run.name if run.name != DEFAULT_GRAPH_NAME else (call.name if call.kind == TOOL else
+                                                                    call.node_key or call.name)
+            # one spawn decision per call: the model that called the tool (the code that called the task) chose it
+            self.recorder.spawn(name, span=scope.inv.span)  # type: ignore[union-attr]
         run.inv = self.recorder.agent(
             name, agent_id=run.name if run.name not in (DEFAULT_GRAPH_NAME, name) else None,
             role="agent" if run.prebuilt else "team", spawned=True, system=SYSTEM,

@@ -128,16 +128,16 @@ class Run:
             run = run.parent
         return run
 
-    def hosting_call(self, node: Run | None) -> str | None:
-        """The tool call or Functional API ``@task`` between this (graph) run
-        and its enclosing ``node``, by name: the graph is that call's, not the node's."""
+    def hosting_call(self, node: Run | None) -> Run | None:
+        """The tool run, or the Functional API ``@task`` run, between this
+        (graph) run and its enclosing ``node``: the graph is that call's, not the node's."""
         run: Run | None = self
         while run is not None and run is not node:
             if run.kind == TOOL:
-                return run.name
+                return run
             key = run.node_key
             if key is not None and node is not None and key != node.name:
-                return key  # a task the node's code called
+                return run  # a task the node's code called (its run, or the graph's, names it)
             run = run.parent
         return None
 
