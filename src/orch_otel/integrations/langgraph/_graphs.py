@@ -210,6 +210,19 @@ def direct_handoff_tools(graph: Any) -> dict[str, str]:
             for tool in _tools(node) or () if (target := direct_handoff(node, tool)) is not None}
 
 
+def may_go_to(node: Any, target: str) -> bool:
+    """Can ``node`` go on to ``target``: a static edge to it, or a conditional
+    edge (whose result is not known before it runs)?"""
+    for writer in getattr(node, "writers", None) or ():
+        if _branch_spec(writer) is not None:
+            return True
+        for entry in getattr(writer, "writes", None) or ():
+            channel = getattr(entry, "channel", None)
+            if isinstance(channel, str) and not hasattr(entry, "static") and channel in (target, BRANCH_CHANNEL + target):
+                return True
+    return False
+
+
 def handoff_destinations(node: Any) -> list[str] | None:
     """The agents the handoff tools of a tool node hand off to, or None."""
     return _unique(handoff_tools(node).values()) or None

@@ -35,7 +35,8 @@ from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK
 from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
 from ._calls import CallsMixin, context_of, outcome_of, private_run
-from ._routes import RoutesMixin
+from . import _graphs as gr
+from ._routes import RoutesMixin, node_spec
 from ._runs import (
     CALLS_LLM,
     CREATE_AGENT,
@@ -170,10 +171,12 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
     @staticmethod
     def _park_loop(run: Run) -> bool:
         """Keep the span of an agent node that routed to its tool node (or of
-        the tool node going back to it) open for the next step's node."""
+        the tool node that may go back to it) open for the next step's node."""
         graph = run.parent
         if graph is None or run.inv is None or run.loop_to is None or run.why not in (CALLS_LLM, TOOLS):
             return False
+        if run.why == TOOLS and not gr.may_go_to(node_spec(run), run.loop_to):
+            return False  # the tools lead elsewhere: the agent's turn is over
         agent = run.name if run.why == CALLS_LLM else run.loop_to
         if graph.loops is None:
             graph.loops = {}
