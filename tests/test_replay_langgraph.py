@@ -254,6 +254,16 @@ def test_a_label_router_is_forked_at_its_delegation_and_at_its_stop(captured, mo
     assert len(events_of(again.trace, "spawn", to="researcher")) >= 2  # the researcher ran again, live
 
 
+async def test_a_label_router_fork_under_asyncio(captured, monkeypatch):
+    from orch_otel.replaying import areplay
+
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("path_map_router"))
+    (delegation,) = decisions_of(trace, "delegate")
+    ended = await areplay(trace, apps.build_path_map_router(), contents=contents, fork=delegation["id"], choose="stop")
+    assert ended.equal, ended.divergence.describe()
+    assert not events_of(ended.trace, "spawn", to="researcher")
+
+
 def test_a_decision_made_by_a_nodes_code_names_what_a_fork_can_force(captured, monkeypatch):
     (trace,), contents = record(captured, monkeypatch, lambda: invoke("command_end"))
     fixer_stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "fixer")

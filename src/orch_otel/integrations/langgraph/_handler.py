@@ -34,8 +34,8 @@ from ..._faults import log_fault
 from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK
 from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
-from ._calls import CallsMixin, context_of, outcome_of, private_run
 from . import _graphs as gr
+from ._calls import CallsMixin, context_of, outcome_of, private_run
 from ._routes import RoutesMixin, node_spec
 from ._runs import (
     CALLS_LLM,

@@ -38,7 +38,7 @@ from .._patch import Patches
 from . import LangGraphInstrumentor
 from ._graphs import branch_of
 from ._routes import node_spec
-from ._runs import NODE
+from ._runs import NODE, is_router_tag
 
 _MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "chat", "function"})
 
@@ -163,14 +163,18 @@ def force_route(patches: Patches, route: Any) -> None:
 
     def forced_label(path: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         server = ACTIVE.get()
-        if server is None or path.get_name() != route.router:  # the run name the handler counted
+        config = (args[1] if len(args) > 1 else kwargs.get("config")) or {}
+        if server is None or (config.get("run_name") or path.get_name()) != route.router:
+            return None
+        callbacks = config.get("callbacks")  # a router run, as the handler counts them (Run.count_router)
+        node = _handler_run(getattr(callbacks, "parent_run_id", None))
+        if not path.trace or not is_router_tag(getattr(callbacks, "tags", None)) or node is None or node.kind != NODE:
             return None
         if counted["server"] is not server:
             counted["server"], counted["calls"] = server, 0
         counted["calls"] += 1
         if counted["calls"] != route.call:
             return None
-        config = args[1] if len(args) > 1 else kwargs.get("config")
         branch = _branch_of(route.router, config)
         label = _label(branch.ends, route.target) if branch is not None else None
         if label is not None:
