@@ -223,3 +223,19 @@ def test_a_tool_node_that_leads_elsewhere_ends_the_agents_turn(captured):
                      ("spawn", "handover", "writer"), ("return", "writer", "handover")]
     assert [(e["agent"], e["tool"]) for e in events_of(trace, "tool_call")] == [("coder", "run_code")]
     assert not decisions_of(trace, "delegate")  # routing to the tools node is no delegation
+
+
+@pytest.mark.parametrize(("build", "graph_input", "spans"), [
+    # workflow, triage + its model call, coder (one span for its loop) + 2 model calls, run_code
+    ("build_tool_loop_router", "messages", 7),
+    # workflow (lead) + 3 model calls, 3 tools, researcher x 2 (each 2 model calls, lookup), writer + 1 model call
+    ("build_agents_as_tools", "messages", 17),
+    # workflow, planner + its model call, 3 x (worker, model call, lookup)
+    ("build_planner_split", "messages", 12),
+])
+def test_spans_per_run_of_the_docs_shapes(captured, build, graph_input, spans):
+    """The counts docs/langgraph.md gives ("Spans per run")."""
+    import langgraph_shapes as shapes
+
+    getattr(shapes, build)().invoke(apps.user_input("go"))
+    assert len(captured.spans) == spans
