@@ -52,7 +52,7 @@ class CallsMixin:
     def _handoff_options(self, tool_run: Run, scope: Run) -> list[str] | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _direct_handoff(self, tool_run: Run) -> bool:  # pragma: no cover - overridden
+    def _direct_handoff(self, tool_run: Run, output: Any) -> bool:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def _handoff_route(self, tool_run: Run) -> Route | None:  # pragma: no cover - overridden
@@ -91,7 +91,7 @@ class CallsMixin:
                 self._tool_handoff(run, output)
             else:
                 run.inv.set_result(ex.tool_output(output))  # type: ignore[attr-defined]
-                self._direct_handoff(run)
+                self._direct_handoff(run, output)
             run.inv.end()
         except Exception:
             log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_tool_end failed")

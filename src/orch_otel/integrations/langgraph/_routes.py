@@ -106,10 +106,11 @@ class RoutesMixin:
             options = gr.without_end(gr.command_destinations(node_spec(run.parent.enclosing_node())))
         self.recorder.delegate(targets[0] if len(targets) == 1 else targets, options=options, span=scope.inv.span)
 
-    def _direct_handoff(self, tool_run: Run) -> bool:
+    def _direct_handoff(self, tool_run: Run, output: Any) -> bool:
         """A ``return_direct`` handoff tool (``transfer_to_<agent>``) ended its
         agent's turn: the app's code runs that agent next. Recorded as the
-        calling agent's delegation, with a handoff message; True when it was one."""
+        calling agent's delegation, with a handoff message (the tool's
+        output); True when it was one."""
         node = _nearest_node(tool_run.parent)
         spec = node_spec(node)
         target = gr.direct_handoff(spec, tool_run.name)
@@ -120,7 +121,7 @@ class RoutesMixin:
         span = scope.inv.span
         self.recorder.delegate(target, options=gr.without_end(_unique(tools.values())), span=span,
                                route=Route(handoff_tools=tools))
-        self.recorder.message(None, recipients=[target], sender=scope.agent_name or scope.name,
+        self.recorder.message(ex.tool_output(output), recipients=[target], sender=scope.agent_name or scope.name,
                               message_type="handoff", span=span)
         scope.handed_off = True
         return True
@@ -149,7 +150,8 @@ class RoutesMixin:
             return
         if agent.why == SUBGRAPH and agent.prebuilt and not agent.handed_off and gr.direct_handoff_tools(agent.graph):
             # it could have handed off through a return_direct tool and answered instead
-            agent.inv.stop(StopReason.END.value, source=ANSWER, route=Route(handoff_tools=gr.agent_handoff_tools(agent.graph)))
+            tools = gr.agent_handoff_tools(agent.graph)
+            agent.inv.stop(StopReason.END.value, source=ANSWER, route=Route(handoff_tools=tools))
             return
         spec = node_spec(node)
         if spec is None:
@@ -157,8 +159,8 @@ class RoutesMixin:
         if agent.why == SUBGRAPH and (subgraph is None or getattr(spec, "bound", None) is not subgraph):
             return
         if gr.command_destinations(spec) and not gr.has_edges(spec):
-            tools = gr.agent_handoff_tools(subgraph) if subgraph is not None else None
-            agent.inv.stop(StopReason.END.value, source=ANSWER, route=Route(handoff_tools=tools) if tools else None)
+            declared = gr.agent_handoff_tools(subgraph)  # the agent's own handoff tools, for a fork
+            agent.inv.stop(StopReason.END.value, source=ANSWER, route=Route(handoff_tools=declared) if declared else None)
 
 
 def _unique(names: Any) -> list[str]:
