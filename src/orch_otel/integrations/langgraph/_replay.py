@@ -157,7 +157,11 @@ def force_route(patches: Patches, route: Any) -> None:
     map). The handler counts the same calls (``Run.count_router``). A target
     the map does not declare is not forced: the fork then reports that it
     did not take."""
-    from langgraph._internal._runnable import RunnableCallable
+    try:
+        from langgraph._internal._runnable import RunnableCallable
+    except ImportError as exc:  # a LangGraph that moved it: say so rather than fork something else
+        raise ValueError("this LangGraph version has no langgraph._internal._runnable.RunnableCallable: "
+                         "a routing function's decision cannot be forced") from exc
 
     counted: dict[str, Any] = {"server": None, "calls": 0}
 
