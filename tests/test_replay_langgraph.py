@@ -345,3 +345,20 @@ def test_a_replay_puts_back_everything_it_changed(captured, monkeypatch):
     assert {name: vars(StructuredTool).get(name) for name in structured_before} == structured_before
     assert (policy.capture, policy.local) == policy_before
     assert ACTIVE.get() is None
+
+
+def test_a_functional_network_forks_at_the_advisors_answer(captured, monkeypatch):
+    """The hotel advisor answered instead of handing back: the fork adds its
+    return_direct transfer call, and the entrypoint's own loop runs the travel
+    advisor again (live)."""
+    from langchain_core.messages import HumanMessage
+
+    (trace,), contents = record(captured, monkeypatch,
+                                lambda: shapes.build_advisor_network().invoke([HumanMessage("a trip to Aruba")]))
+    stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "hotel_advisor")
+    assert options_at(trace, contents, stop["id"]) == ["travel_advisor"]
+    result = replay(trace, shapes.build_advisor_network(), contents=contents, fork=stop["id"], choose="travel_advisor")
+    assert result.equal, result.divergence.describe()
+    forced = next(e for e in result.trace["events"] if e.get("fork"))
+    assert (forced["agent"], forced["decision"], forced["targets"]) == ("hotel_advisor", "delegate", ["travel_advisor"])
+    assert len(events_of(result.trace, "spawn", to="travel_advisor")) == 2
