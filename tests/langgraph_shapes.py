@@ -1,8 +1,10 @@
 """LangGraph apps written the way the LangGraph and LangChain docs teach them
 (issue 32): the hand-written tool loop, agents as tools, the Functional API,
-a planner that fans out with ``Command(goto=[Send...])``, and a single
-``create_agent``. Every model is a scripted ``FakeToolCallingModel``; each
-builder returns a fresh app, so runs do not share model state.
+a planner that fans out with ``Command(goto=[Send...])``, a single
+``create_agent``, and langgraph-supervisor with models whose ``bind_tools``
+returns the model itself or with a worker that never runs (for forks).
+Every model is a scripted ``FakeToolCallingModel``; each builder returns a
+fresh app, so runs do not share model state.
 """
 
 from __future__ import annotations
