@@ -22,6 +22,9 @@ Field meanings in traces that this checks (the trace contract):
   ``to``) the agents the input reached; ``resume_of`` the interrupted trace a
   resumed run continues. A participant that stands for a person (AutoGen's
   ``UserProxyAgent``) has no event of its own.
+- ``orchestrator_decision`` with ``decision=spawn``: ``agent`` decides to
+  start ``targets`` (implied ones, which the converter adds where no decision
+  was recorded, included).
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Spawn:
+    by: str
+    targets: tuple[str, ...]  # the agents one spawn decision starts (order free)
+
+
+@dataclass(frozen=True)
 class Truth:
     app: str
     instances: dict[str, int]  # spawned agent name -> invocations
@@ -69,6 +78,12 @@ class Truth:
     stop: Stop | None = None
     topology: str | None = None  # None: not checked
     spawned_by: dict[str, str] = field(default_factory=dict)  # agent -> its spawner, where it matters
+    # who decided to start whom, over every spawn decision (implied ones too), as (decider, target) pairs,
+    # order and grouping free (parallel calls group by timing); None: not checked
+    spawns: tuple[Spawn, ...] | None = None
+    metrics: dict[str, float] = field(default_factory=dict)  # trace metrics that must hold, where they matter
+    # tools an agent was given besides those it called (views may offer them to it)
+    tools_given: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,6 +170,14 @@ def fidelity_errors(trace: dict[str, Any], truth: Truth) -> list[str]:
         if getattr(truth, key) is not None and trace.get(key) != getattr(truth, key):
             errors.append(f"{key}: expected {getattr(truth, key)}, got {trace.get(key)}")
 
+    if truth.spawns is not None:
+        got_spawns = Counter((e["agent"], t) for e in _decisions(trace, "spawn") for t in e.get("targets") or [])
+        want_spawns = Counter((s.by, t) for s in truth.spawns for t in s.targets)
+        if got_spawns != want_spawns:
+            errors.append(f"spawn decisions: expected {want_spawns}, got {got_spawns}")
+    for name, value in truth.metrics.items():
+        if trace.get("metrics", {}).get(name) != value:
+            errors.append(f"metrics.{name}: expected {value}, got {trace.get('metrics', {}).get(name)!r}")
     if truth.topology is not None and trace.get("topology") != truth.topology:
         errors.append(f"topology: expected {truth.topology}, got {trace.get('topology')}")
     return errors

@@ -13,13 +13,23 @@ Conventions of these truths, from LangGraph's semantics:
   node's declared destinations; a handoff tool's options are the handoff
   tools its agent was given;
 - an agent that may leave only by a ``Command`` (langgraph-supervisor's
-  supervisor, swarm agents) and answers instead ends the run itself.
+  supervisor, swarm agents) and answers instead ends the run itself;
+- a tool node (``ToolNode``) is no agent: routing to it is no delegation, and
+  the tool calls it runs are the agent's whose model asked for them (one
+  instance across its tool loop);
+- a graph that a tool or a Functional API ``@task`` invokes is an agent named
+  by the graph's own name, spawned by the agent that called the tool (its
+  spawn decision: the model asked for that call) or by the entrypoint for a
+  task, one instance per call;
+- a ``Send`` fan-out is the spawn decision of the node that sent it.
 """
 
 from __future__ import annotations
 
 import langgraph_apps as apps
-from fidelity import Aggregate, Case, Delegation, Stop, Truth
+import langgraph_shapes as shapes
+from fidelity import Aggregate, Case, Delegation, Spawn, Stop, Truth
+from langchain_core.messages import HumanMessage
 from langgraph.errors import GraphRecursionError
 
 
@@ -222,3 +232,171 @@ CASES: list[Case] = [
         ),
     ),
 ]
+
+
+def _tool_loop_router() -> None:
+    shapes.build_tool_loop_router().invoke(apps.user_input("fix it"))
+
+
+def _agents_as_tools() -> None:
+    shapes.build_agents_as_tools().invoke(apps.user_input("report on otel"))
+
+
+def _task_tool() -> None:
+    shapes.build_task_tool().invoke(apps.user_input("report on otel"))
+
+
+def _functional_reviews() -> None:
+    shapes.build_functional_reviews().invoke("a text")
+
+
+def _advisor_network() -> None:
+    shapes.build_advisor_network().invoke([HumanMessage("a trip to Aruba")])
+
+
+def _planner_split() -> None:
+    shapes.build_planner_split().invoke(apps.user_input("plan it"))
+
+
+def _single_agent() -> None:
+    shapes.build_single_agent().invoke(apps.user_input("find otel"))
+
+
+def _supervisor_self_binding() -> None:
+    shapes.build_supervisor(bind_returns_self=True).invoke(apps.user_input("what is 1+2?"))
+
+
+def _supervisor_math_only() -> None:
+    shapes.build_supervisor(math_only=True).invoke(apps.user_input("what is 1+2?"))
+
+
+# the shapes the LangGraph and LangChain docs teach (issue 32)
+DOCS_SHAPES: list[Case] = [
+    Case(
+        framework="langgraph",
+        run=_tool_loop_router,
+        truth=Truth(
+            app="hand-written tool loop in a router app: triage -> coder (model, ToolNode, tools_condition) -> END",
+            instances={"triage": 1, "coder": 1},  # coder's second model turn, after its tools, is the same instance
+            delegations=(Delegation("triage", "coder", frozenset({"coder", "writer"})),),  # the router's list
+            tool_calls=(("coder", "run_code", "call_run"),),  # coder's model asked for it; the ToolNode ran it
+            stop=Stop("coder", reason="end"),  # tools_condition sends coder's answer to END
+            topology="centralized",  # the graph's router sends the work to its own agents; no peer handoff
+            spawned_by={"triage": "dev_desk", "coder": "dev_desk"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_agents_as_tools,
+        truth=Truth(
+            app="agents as tools: lead calls research (researcher agent), then research + write in parallel",
+            instances={"researcher": 2, "writer": 1},  # create_agent(name=...), one instance per call
+            tool_calls=(
+                ("lead", "research", "call_r1"), ("lead", "research", "call_r2"), ("lead", "write", "call_w1"),
+                ("researcher", "lookup", "call_lookup"), ("researcher", "lookup", "call_lookup"),
+            ),
+            # each tool call the lead's model made starts its agent
+            spawns=(Spawn("lead", ("researcher",)), Spawn("lead", ("researcher",)), Spawn("lead", ("writer",))),
+            stop=Stop("lead", reason="end"),
+            topology="centralized",
+            spawned_by={"researcher": "lead", "writer": "lead"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_task_tool,
+        truth=Truth(
+            app="a task tool starting sub-agents by type: lead -> task(researcher) -> task(writer)",
+            instances={"researcher": 1, "writer": 1},
+            tool_calls=(("lead", "task", "call_t1"), ("lead", "task", "call_t2"),
+                        ("researcher", "lookup", "call_lookup")),
+            spawns=(Spawn("lead", ("researcher",)), Spawn("lead", ("writer",))),
+            stop=Stop("lead", reason="end"),
+            spawned_by={"researcher": "lead", "writer": "lead"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_functional_reviews,
+        truth=Truth(
+            app="Functional API: one generic @task runs two create_agent reviewers",
+            instances={"style_reviewer": 1, "fact_reviewer": 1},
+            spawns=(Spawn("LangGraph", ("style_reviewer",)), Spawn("LangGraph", ("fact_reviewer",))),
+            stop=Stop("LangGraph", reason="end"),  # @entrypoint() gives the graph LangGraph's default name
+            spawned_by={"style_reviewer": "LangGraph", "fact_reviewer": "LangGraph"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_advisor_network,
+        truth=Truth(
+            app="Functional API network: travel_advisor hands off (return_direct tool) to hotel_advisor, who answers",
+            instances={"travel_advisor": 1, "hotel_advisor": 1},
+            delegations=(Delegation("travel_advisor", "hotel_advisor", frozenset({"hotel_advisor"})),),
+            tool_calls=(("travel_advisor", "transfer_to_hotel_advisor", "call_to_hotel"),
+                        ("hotel_advisor", "hotels", "call_hotels")),
+            stop=Stop("hotel_advisor", reason="end"),  # it could hand back to travel; it answers: the loop ends
+            topology="swarm",
+            tools_given={"hotel_advisor": frozenset({"hotels", "transfer_to_travel_advisor"})},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_planner_split,
+        truth=Truth(
+            app="a model-calling planner returns Command(goto=[Send(worker)] * 3); merge fans in",
+            instances={"planner": 1, "worker": 3},
+            tool_calls=(("worker", "lookup", "call_w"),) * 3,
+            spawns=(Spawn("plan_split", ("planner",)), Spawn("planner", ("worker", "worker", "worker"))),
+            aggregates=(Aggregate("plan_split", ("worker", "worker", "worker")),),  # merge is a plain node
+            stop=Stop("plan_split", reason="end"),
+            spawned_by={"planner": "plan_split", "worker": "plan_split"},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_single_agent,
+        truth=Truth(
+            app="a single create_agent: solo calls lookup and answers",
+            instances={},
+            tool_calls=(("solo", "lookup", "call_solo"),),
+            stop=Stop("solo", reason="end"),
+            topology="harness",
+            metrics={"agents": 1, "max_depth": 1},  # the run is one agent, at the root
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_supervisor_self_binding,
+        truth=Truth(
+            app="langgraph-supervisor whose models' bind_tools return the model itself: as the standard supervisor",
+            instances={"supervisor": 3, "math_expert": 1, "research_expert": 1},
+            delegations=(
+                Delegation("supervisor", "math_expert", SUPERVISOR_WORKERS),
+                Delegation("supervisor", "research_expert", SUPERVISOR_WORKERS),
+            ),
+            tool_calls=(
+                ("supervisor", "transfer_to_math_expert", "call_to_math"),
+                ("math_expert", "add", "call_add"),
+                ("supervisor", "transfer_to_research_expert", "call_to_research"),
+                ("research_expert", "lookup", "call_lookup"),
+            ),
+            stop=Stop("supervisor", reason="end"),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_supervisor_math_only,
+        truth=Truth(
+            app="langgraph-supervisor: supervisor -> math_expert -> supervisor answers; research_expert never runs",
+            instances={"supervisor": 2, "math_expert": 1},
+            delegations=(Delegation("supervisor", "math_expert", SUPERVISOR_WORKERS),),
+            tool_calls=(("supervisor", "transfer_to_math_expert", "call_to_math"), ("math_expert", "add", "call_add")),
+            stop=Stop("supervisor", reason="end"),
+            topology="centralized",
+            tools_given={"supervisor": frozenset({"transfer_to_math_expert", "transfer_to_research_expert"})},
+        ),
+    ),
+]
+CASES += DOCS_SHAPES

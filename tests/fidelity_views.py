@@ -5,12 +5,14 @@ run's hand-written ``Truth`` (tests/fidelity.py).
 to the rows that view wrote for the run. What each view must show:
 
 - decisions: one delegate row per true delegation, in order (decider, chosen
-  agent, options), and the true stop (decider, reason, ``forced``);
+  agent, options), one spawn row per true spawn decision (decider, targets),
+  and the true stop (decider, reason, ``forced``);
 - traces: the run's tool calls, and ``metrics.stop_voluntary`` = not forced;
 - turns: each agent's ``output_tool_calls`` (and the tool calls run after its
   turns) are exactly that agent's true tool calls (names and ids), and its
   prompts hold no other agent's tool calls;
-- chat: an agent's rows offer and call only tools that agent called; every
+- chat: an agent's rows offer only tools that agent called or was given
+  (``Truth.tools_given``), and call only tools it called; every
   ``tool`` message answers a call made earlier in the row; the trainable
   assistant messages are that agent's turns, their tool calls exactly its
   true ones; nothing but assistant messages is trainable;
@@ -71,6 +73,11 @@ def _decision_errors(rows: list[dict[str, Any]], truth: Truth, skip: Collection[
     want = [Delegation(d.by, d.to, None if "options" in skip else d.options) for d in truth.delegations]
     if got != want:
         errors.append(f"decisions: delegations expected {want}, got {got}")
+    if truth.spawns is not None:
+        got_spawns = Counter((r["agent"], t) for r in rows if r["decision"] == "spawn" for t in r["action"]["targets"])
+        want_spawns = Counter((s.by, t) for s in truth.spawns for t in s.targets)
+        if got_spawns != want_spawns:
+            errors.append(f"decisions: spawns expected {want_spawns}, got {got_spawns}")
     if truth.stop is not None and "stop" not in skip:
         stops = [r for r in rows if r["decision"] == "stop"]
         mine = [r for r in stops if r["agent"] == truth.stop.by]
@@ -137,9 +144,10 @@ def _chat_errors(rows: list[dict[str, Any]], truth: Truth, turns: list[dict[str,
         agent, where = r["agent"], f"chat {r['agent']}#{r['episode']}"
         called = {tool for tool, _ in _true_calls(truth, agent)}
         called |= {tool for who, tool, _ in truth.earlier_tool_calls if who == agent}  # it has them
+        called |= truth.tools_given.get(agent, frozenset())
         offered = {t["function"]["name"] for t in r["tools"] or ()}
         if offered - called:
-            errors.append(f"{where}: offers {sorted(offered - called)}, tools {agent} never called")
+            errors.append(f"{where}: offers {sorted(offered - called)}, tools {agent} was not given")
         errors += _prompt_errors(where, r["messages"], truth, agent)
         for i, m in enumerate(r["messages"]):
             if m.get("trainable") and m["role"] != "assistant":

@@ -115,6 +115,19 @@ def test_langgraph_supervisor_views_are_faithful(tmp_path):
     assert [m["content"] for m in last if m.get("trainable")] == ["all done"]
 
 
+def _docs_shape_id(case) -> str:
+    return case.truth.app
+
+
+@pytest.mark.parametrize("case", __import__("fidelity_cases_langgraph").DOCS_SHAPES, ids=_docs_shape_id)
+def test_langgraph_docs_shapes_views_are_faithful(tmp_path, case):
+    """Issue 32's shapes (tool loop, agents as tools, Functional API, a planner's
+    fan-out, a single agent, supervisors whose models bind tools their own way):
+    every view against the app's truth."""
+    views = _views(tmp_path, _langgraph(), case.run)
+    assert view_errors(views, case.truth) == []
+
+
 def test_langgraph_demo_views_are_faithful(tmp_path):
     from orch_otel.integrations.langgraph.demo import run_demo_app
 
@@ -230,3 +243,16 @@ def test_autogen_shapes_views_are_faithful(case, tmp_path):
         assert all(_row_trace_id(r) for r in rows), f"{view} rows without a trace id"
         views[view] = [r for r in rows if _row_trace_id(r) == wanted]
     assert view_errors(views, case.truth) == []
+
+
+def test_a_planners_send_fanout_is_its_decision_with_its_model_output_as_context(tmp_path):
+    """Issue 32: Command(goto=[Send(...)] * 3) from a model-calling planner is the
+    planner's spawn decision (not the graph's), and its row shows the model
+    output that chose the split."""
+    import langgraph_shapes as shapes
+
+    views = _views(tmp_path, _langgraph(), lambda: shapes.build_planner_split().invoke({"messages": [("user", "go")]}))
+    (row,) = [r for r in views["decisions"] if r["decision"] == "spawn" and not r["implied"]]
+    assert (row["agent"], row["action"]["targets"]) == ("planner", ["worker", "worker", "worker"])
+    outputs = [c for c in row["context"] if c["kind"] == "llm_output"]
+    assert [o["content"]["content"] for o in outputs] == ["split: a, b, c"]

@@ -154,3 +154,88 @@ def test_send_fan_out_spawn_decision_carries_the_edges_declared_targets(captured
     (trace,) = captured.traces()
     (spawn,) = [d for d in decisions_of(trace, "spawn") if not d.get("implied")]
     assert (spawn["agent"], spawn["targets"], spawn["options"]) == ("fanout", ["worker"] * 3, ["worker"])
+
+
+# -- issue 32: the shapes the docs teach (apps in tests/langgraph_shapes.py) -------------------------
+
+def _tool_loop_truth():
+    import fidelity_cases_langgraph
+
+    return next(c.truth for c in fidelity_cases_langgraph.DOCS_SHAPES if c.truth.app.startswith("hand-written"))
+
+
+async def test_the_tool_loop_is_one_agent_instance_under_ainvoke_and_astream(captured):
+    import langgraph_shapes as shapes
+    from fidelity import assert_faithful
+
+    await shapes.build_tool_loop_router().ainvoke(apps.user_input("fix it"))
+    async for _ in shapes.build_tool_loop_router().astream(apps.user_input("fix it"), stream_mode="updates"):
+        pass
+    traces = captured.traces()
+    assert len(traces) == 2
+    for trace in traces:
+        check_trace(trace)
+        assert_faithful(trace, _tool_loop_truth())
+    coder_spans = [s for s in captured.spans if s.name == "invoke_agent coder"]
+    assert len(coder_spans) == 2  # one per run: the coder's two model turns share its span
+
+
+def test_the_tool_loop_in_concurrent_runs_keeps_each_runs_agent_apart(captured):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import langgraph_shapes as shapes
+    from fidelity import assert_faithful
+
+    app = shapes.build_tool_loop_router()  # one compiled graph, four runs at once
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: app.invoke(apps.user_input("fix it")), range(4)))
+    traces = captured.traces()
+    assert len(traces) == 4
+    for trace in traces:
+        assert_faithful(trace, _tool_loop_truth())
+
+
+def test_a_tool_node_that_leads_elsewhere_ends_the_agents_turn(captured):
+    """coder -> tools -> writer: the tools ran coder's calls, then coder's turn is
+    over; writer is the graph's next agent, not started while coder runs."""
+    import langgraph_shapes as shapes
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from orch_otel.integrations.langgraph.testing import FakeToolCallingModel, ai, tool_call
+
+    coder_model = FakeToolCallingModel(model_name="coder-llm", responses=[
+        ai(tool_calls=[tool_call("run_code", {"code": "x"}, "call_x")])])
+    writer_model = FakeToolCallingModel(model_name="writer-llm", responses=[ai("written")])
+    graph = StateGraph(apps.RouteState)
+    graph.add_node("coder", lambda s: {"messages": [coder_model.bind_tools([shapes.run_code]).invoke(s["messages"])]})
+    graph.add_node("tools", ToolNode([shapes.run_code]))
+    graph.add_node("writer", lambda s: {"messages": [writer_model.invoke(s["messages"])]})
+    graph.add_edge(START, "coder")
+    graph.add_conditional_edges("coder", tools_condition)
+    graph.add_edge("tools", "writer")
+    graph.add_edge("writer", END)
+    graph.compile(name="handover").invoke(apps.user_input("x"))
+    (trace,) = captured.traces()
+    check_trace(trace)
+    kinds = [(e["type"], e.get("agent"), e.get("to")) for e in trace["events"] if e["type"] in ("spawn", "return")]
+    assert kinds == [("spawn", "handover", "coder"), ("return", "coder", "handover"),
+                     ("spawn", "handover", "writer"), ("return", "writer", "handover")]
+    assert [(e["agent"], e["tool"]) for e in events_of(trace, "tool_call")] == [("coder", "run_code")]
+    assert not decisions_of(trace, "delegate")  # routing to the tools node is no delegation
+
+
+@pytest.mark.parametrize(("build", "graph_input", "spans"), [
+    # workflow, triage + its model call, coder (one span for its loop) + 2 model calls, run_code
+    ("build_tool_loop_router", "messages", 7),
+    # workflow (lead) + 3 model calls, 3 tools, researcher x 2 (each 2 model calls, lookup), writer + 1 model call
+    ("build_agents_as_tools", "messages", 17),
+    # workflow, planner + its model call, 3 x (worker, model call, lookup)
+    ("build_planner_split", "messages", 12),
+])
+def test_spans_per_run_of_the_docs_shapes(captured, build, graph_input, spans):
+    """The counts docs/langgraph.md gives ("Spans per run")."""
+    import langgraph_shapes as shapes
+
+    getattr(shapes, build)().invoke(apps.user_input("go"))
+    assert len(captured.spans) == spans

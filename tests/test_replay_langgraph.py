@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import langgraph_apps as apps
+import langgraph_shapes as shapes
 import pytest
 from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 from langchain_core.tools import tool
@@ -17,7 +18,7 @@ from langgraph.types import Command
 from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.integrations.langgraph.testing import FakeToolCallingModel
 from orch_otel.recorder import get_recorder
-from orch_otel.replaying import ForkError, MissingContent, orchestration, replay
+from orch_otel.replaying import ForkError, MissingContent, options_at, orchestration, replay
 from orch_otel.testing import capture
 
 instrumented = instrumentor_fixture(LangGraphInstrumentor)
@@ -211,14 +212,111 @@ def test_a_router_that_follows_its_model_is_forked_through_the_models_answer(cap
     assert events_of(result.trace, "spawn", to="tech")
 
 
-def test_a_fork_that_does_not_take_is_a_divergence(captured, monkeypatch):
-    """helpdesk's triage node sets the route itself: a changed model answer changes nothing."""
+def test_a_router_is_forked_through_its_routing_functions_result(captured, monkeypatch):
+    """helpdesk's triage node sets the route itself, whatever its model says: the
+    fork forces the routing function's result, so it takes all the same."""
     (trace,), contents = record(captured, monkeypatch, lambda: helpdesk(lambda s: s["route"]).invoke(apps.user_input()))
     (route,) = decisions_of(trace, "delegate")
+    assert route["router"] and route["router_call"] == 1
     result = replay(trace, helpdesk(lambda s: s["route"]), contents=contents, fork=route["id"], choose="tech")
+    assert result.equal, result.divergence.describe()
+    assert decisions_of(result.trace, "delegate")[0]["targets"] == ["tech"]
+    assert events_of(result.trace, "spawn", to="tech")
+
+
+def test_a_fork_that_does_not_take_is_a_divergence(captured, monkeypatch):
+    """build_router's edge declares billing and tech, no END: a forced stop cannot take."""
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("router"))
+    (route,) = decisions_of(trace, "delegate")
+    result = replay(trace, apps.build_router("billing"), contents=contents, fork=route["id"], choose="stop")
     assert not result.equal
-    assert "did not take" in result.divergence.note
+    assert "did not take" in result.divergence.note and "declares no route to '__end__'" in result.divergence.note
     assert result.divergence.got["targets"] == ["billing"]
+
+
+def test_a_label_router_is_forked_at_its_delegation_and_at_its_stop(captured, monkeypatch):
+    """Issue 32: the supervisor's model answers a label ("research", "finish") and
+    ``route`` maps it through the path map {go_research: researcher, FINISH: END}.
+    A fork forces the label the map gives the chosen option."""
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("path_map_router"))
+    (delegation,) = decisions_of(trace, "delegate")
+    stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "supervisor")
+    assert (delegation["router_call"], stop["router_call"]) == (1, 2)
+    assert options_at(trace, contents, stop["id"]) == ["researcher"]
+    ended = replay(trace, apps.build_path_map_router(), contents=contents, fork=delegation["id"], choose="stop")
+    assert ended.equal, ended.divergence.describe()
+    assert not decisions_of(ended.trace, "delegate") and not events_of(ended.trace, "spawn", to="researcher")
+    assert decisions_of(ended.trace, "stop")[0]["fork"]["event_id"] == delegation["id"]
+    again = replay(trace, apps.build_path_map_router(), contents=contents, fork=stop["id"], choose="researcher")
+    assert again.equal, again.divergence.describe()
+    forced = next(e for e in again.trace["events"] if e.get("fork"))
+    assert (forced["decision"], forced["targets"], forced["agent"]) == ("delegate", ["researcher"], "supervisor")
+    assert len(events_of(again.trace, "spawn", to="researcher")) >= 2  # the researcher ran again, live
+
+
+async def test_a_label_router_fork_under_asyncio(captured, monkeypatch):
+    from orch_otel.replaying import areplay
+
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("path_map_router"))
+    (delegation,) = decisions_of(trace, "delegate")
+    ended = await areplay(trace, apps.build_path_map_router(), contents=contents, fork=delegation["id"], choose="stop")
+    assert ended.equal, ended.divergence.describe()
+    assert not events_of(ended.trace, "spawn", to="researcher")
+
+
+def test_a_decision_made_by_a_nodes_code_names_what_a_fork_can_force(captured, monkeypatch):
+    (trace,), contents = record(captured, monkeypatch, lambda: invoke("command_end"))
+    fixer_stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "fixer")
+    with pytest.raises(ForkError, match="Command\\(goto=END\\).*a LangGraph routing function's result.*cannot be forced"):
+        replay(trace, apps.build_command_end(), contents=contents, fork=fixer_stop["id"], choose="triager")
+
+
+def test_fork_when_bind_tools_returns_the_model_itself(captured, monkeypatch):
+    """Issue 32: the supervisor's model exposes no bound tools; the handoff tools
+    come from the supervisor's own definition (recorded on the decision)."""
+    (trace,), contents = record(captured, monkeypatch,
+                                lambda: shapes.build_supervisor(bind_returns_self=True).invoke(apps.user_input("1+2?")))
+    first = decisions_of(trace, "delegate")[0]
+    assert first["handoff_tools"] == {"transfer_to_math_expert": "math_expert",
+                                      "transfer_to_research_expert": "research_expert"}
+    result = replay(trace, shapes.build_supervisor(bind_returns_self=True), contents=contents, fork=first["id"],
+                    choose="research_expert")
+    assert result.equal, result.divergence.describe()
+    assert decisions_of(result.trace, "delegate")[0]["targets"] == ["research_expert"]
+    assert events_of(result.trace, "spawn", to="research_expert")
+
+
+def test_fork_at_a_stop_offers_the_agents_by_their_names_also_those_that_never_ran(captured, monkeypatch):
+    """Issue 32: research_expert never ran; the stop's options once read researchexpert."""
+    (trace,), contents = record(captured, monkeypatch,
+                                lambda: shapes.build_supervisor(math_only=True).invoke(apps.user_input("1+2?")))
+    assert not events_of(trace, "spawn", to="research_expert")
+    stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "supervisor")
+    assert stop["source"] == "answer"
+    assert sorted(options_at(trace, contents, stop["id"])) == ["math_expert", "research_expert"]
+    result = replay(trace, shapes.build_supervisor(math_only=True), contents=contents, fork=stop["id"],
+                    choose="research_expert")
+    assert result.equal, result.divergence.describe()
+    assert events_of(result.trace, "spawn", to="research_expert")
+
+
+SHAPES: dict[str, tuple[Any, Any]] = {
+    "tool_loop_router": (shapes.build_tool_loop_router, apps.user_input("fix it")),
+    "agents_as_tools": (shapes.build_agents_as_tools, apps.user_input("report")),
+    "task_tool": (shapes.build_task_tool, apps.user_input("report")),
+    "functional_reviews": (shapes.build_functional_reviews, "a text"),
+    "planner_split": (shapes.build_planner_split, apps.user_input("plan it")),
+    "single_agent": (shapes.build_single_agent, apps.user_input("find otel")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_the_docs_shapes_replay_with_every_call_served(name, captured, monkeypatch):
+    build, graph_input = SHAPES[name]
+    (trace,), contents = record(captured, monkeypatch, lambda: build().invoke(graph_input))
+    monkeypatch.setattr(shapes, "FakeToolCallingModel", RaisingModel)
+    result = replay(trace, build(), contents=contents)
+    assert result.equal, result.divergence.describe()
 
 
 def test_a_trace_recorded_without_content_says_which_events_lack_it(captured):
@@ -247,3 +345,20 @@ def test_a_replay_puts_back_everything_it_changed(captured, monkeypatch):
     assert {name: vars(StructuredTool).get(name) for name in structured_before} == structured_before
     assert (policy.capture, policy.local) == policy_before
     assert ACTIVE.get() is None
+
+
+def test_a_functional_network_forks_at_the_advisors_answer(captured, monkeypatch):
+    """The hotel advisor answered instead of handing back: the fork adds its
+    return_direct transfer call, and the entrypoint's own loop runs the travel
+    advisor again (live)."""
+    from langchain_core.messages import HumanMessage
+
+    (trace,), contents = record(captured, monkeypatch,
+                                lambda: shapes.build_advisor_network().invoke([HumanMessage("a trip to Aruba")]))
+    stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "hotel_advisor")
+    assert options_at(trace, contents, stop["id"]) == ["travel_advisor"]
+    result = replay(trace, shapes.build_advisor_network(), contents=contents, fork=stop["id"], choose="travel_advisor")
+    assert result.equal, result.divergence.describe()
+    forced = next(e for e in result.trace["events"] if e.get("fork"))
+    assert (forced["agent"], forced["decision"], forced["targets"]) == ("hotel_advisor", "delegate", ["travel_advisor"])
+    assert len(events_of(result.trace, "spawn", to="travel_advisor")) == 2

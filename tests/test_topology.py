@@ -113,7 +113,8 @@ def test_a_hub_that_regains_control_after_each_handoff_is_centralized_not_a_swar
     ("build_nested", "messages", "hierarchical"),  # subgraph in a subgraph in a graph
     ("build_fanout", "fanout", "centralized"),  # the graph fans out to workers and merges them
     ("build_agent_pipeline", "messages", "harness"),  # one create_agent with a tool in a graph
-    ("build_router", "messages", "swarm"),  # triage routes to billing and is done: a handoff
+    # the graph's router sends triage's answer to billing, one of the graph's own agents: no peer handoff
+    ("build_router", "messages", "centralized"),
 ])
 def test_langgraph_apps(captured, build, run_input, expected):
     app = getattr(langgraph_apps, build)()

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextvars import Token
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
@@ -44,6 +45,23 @@ _STOP_REASON_BY_OUTCOME = {
     INTERRUPTED: StopReason.INTERRUPT,
     HANDOFF: StopReason.END,
 }
+
+
+@dataclass(frozen=True)
+class Route:
+    """How a framework made a decision, for a fork to force it again: the
+    routing function whose result decided (and which of its calls in the
+    run), and the handoff tools the deciding agent was given (tool -> agent)."""
+
+    router: str | None = None
+    router_call: int | None = None
+    handoff_tools: Mapping[str, str] | None = None
+
+    def into(self, attrs: dict[str, Any]) -> None:
+        put(attrs, Attr.ROUTER, self.router)
+        put(attrs, Attr.ROUTER_CALL, self.router_call)
+        if self.handoff_tools:
+            attrs[Attr.HANDOFF_TOOLS] = [f"{tool}={agent}" for tool, agent in self.handoff_tools.items()]
 
 
 class Owner(Protocol):
@@ -138,13 +156,15 @@ class Invocation:
             self._detach()
 
     @guarded
-    def stop(self, reason: str, *, content: Any = None, source: str | None = None, forced: bool = False) -> None:
+    def stop(self, reason: str, *, content: Any = None, source: str | None = None, forced: bool = False,
+             options: Iterable[str] | None = None, route: Route | None = None) -> None:
         """Record this span's run stopping. Only the run root marks the run as
-        stopped: a nested run's stop does not stop the run around it."""
+        stopped: a nested run's stop does not stop the run around it.
+        ``options``: the agents it could have handed the work to instead."""
         if self.span.is_recording():
-            decision_event(self.span, self._owner.content, DecisionKind.STOP,
+            decision_event(self.span, self._owner.content, DecisionKind.STOP, options=options,
                            reason=str(reason).strip() or StopReason.END.value, content=content, source=source,
-                           forced=forced)
+                           forced=forced, route=route)
             if self._run is not None:
                 self._run.stopped = True
 
@@ -259,7 +279,7 @@ def content_into(attrs: dict[str, Any], policy: ContentPolicy, content: Any, ref
 def decision_event(span: Span, policy: ContentPolicy, kind: DecisionKind, *,
                    targets: str | Sequence[str] | None = None, options: Iterable[str] | None = None,
                    reason: str | None = None, source: str | None = None, content: Any = None,
-                   forced: bool = False) -> None:
+                   forced: bool = False, route: Route | None = None) -> None:
     attrs: dict[str, Any] = {Attr.DECISION: kind.value}
     if targets is not None:
         attrs[Attr.TARGETS] = names(targets)
@@ -269,6 +289,8 @@ def decision_event(span: Span, policy: ContentPolicy, kind: DecisionKind, *,
     put(attrs, Attr.STOP_SOURCE, source)
     if forced:
         attrs[Attr.STOP_FORCED] = True
+    if route is not None:
+        route.into(attrs)
     content_into(attrs, policy, content, Attr.CONTENT_REF, Attr.CONTENT)
     span.add_event(SpanEvent.DECISION, attrs)
 

@@ -32,6 +32,7 @@ from ._invocation import (
     RUN_KEY,
     Invocation,
     LLMInvocation,
+    Route,
     Run,
     ToolInvocation,
     content_into,
@@ -202,14 +203,16 @@ class Recorder:
     # -- instant moments (span events) ------------------------------------------------------
 
     def spawn(self, targets: str | Sequence[str], *, options: Iterable[str] | None = None,
-              content: Any = None, span: Span | None = None) -> None:
+              content: Any = None, span: Span | None = None, route: Route | None = None) -> None:
         """Decide to spawn sub-agents (one decision for a whole fan-out)."""
-        self._decision(DecisionKind.SPAWN, targets=targets, options=options, content=content, span=span)
+        self._decision(DecisionKind.SPAWN, targets=targets, options=options, content=content, span=span, route=route)
 
     def delegate(self, target: str | Sequence[str], *, options: Iterable[str] | None = None,
-                 content: Any = None, span: Span | None = None) -> None:
-        """Decide which agent(s) act next (handoff, routing, speaker selection)."""
-        self._decision(DecisionKind.DELEGATE, targets=target, options=options, content=content, span=span)
+                 content: Any = None, span: Span | None = None, route: Route | None = None) -> None:
+        """Decide which agent(s) act next (handoff, routing, speaker selection).
+        ``route``: how the framework made it (a router, handoff tools), for forks."""
+        self._decision(DecisionKind.DELEGATE, targets=target, options=options, content=content, span=span,
+                       route=route)
 
     def stop(self, reason: str = StopReason.END, *, content: Any = None, source: str | None = None,
              forced: bool = False, span: Span | None = None) -> None:
@@ -324,12 +327,13 @@ class Recorder:
 
     def _decision(self, kind: DecisionKind, *, targets: str | Sequence[str] | None = None,
                   options: Iterable[str] | None = None, reason: str | None = None, source: str | None = None,
-                  content: Any = None, span: Span | None = None, forced: bool = False) -> bool:
+                  content: Any = None, span: Span | None = None, forced: bool = False,
+                  route: Route | None = None) -> bool:
         span = self._target_span(span, kind.value)
         if span is None:
             return False
         decision_event(span, self.content, kind, targets=targets, options=options, reason=reason, source=source,
-                       content=content, forced=forced)
+                       content=content, forced=forced, route=route)
         return True
 
     def _target_span(self, span: Span | None, what: str) -> Span | None:

@@ -172,6 +172,9 @@ class Attr:
     STOP_REASON = "orch.stop.reason"
     STOP_SOURCE = "orch.stop.source"  # the condition or component that decided to stop
     STOP_FORCED = "orch.stop.forced"  # true: a limit (turns, tokens, time, recursion) ended the run, not a choice
+    ROUTER = "orch.decision.router"  # the routing function (a LangGraph conditional edge) whose result decided
+    ROUTER_CALL = "orch.decision.router_call"  # which call of that routing function in the run (1, 2, ...)
+    HANDOFF_TOOLS = "orch.decision.handoff_tools"  # "tool=agent" per handoff tool the deciding agent was given
     SENDER = "orch.message.sender"
     RECIPIENTS = "orch.message.recipients"
     MESSAGE_TYPE = "orch.message.type"

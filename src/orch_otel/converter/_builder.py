@@ -92,6 +92,8 @@ class _Builder:
         self.spawn_links: list[tuple[_Ev, _Ev]] = []
         self.spawn_of_scope: dict[str, _Ev] = {}
         self.agent_spans: list[tuple[SpanRecord, int]] = []
+        self.max_depth = 0  # deepest agent or workflow span (a root is 1)
+        self.llm_scopes: set[str | None] = set()  # scopes that called a model themselves
         self.scopes: dict[str, Scope] = {}  # span id -> the agent invocation or workflow run it is
         self.roots: list[SpanRecord] = []  # spans walked as roots (true roots, orphans, cycle breaks)
         self.has_stop = False  # a stop decision was recorded
@@ -150,6 +152,7 @@ class _Builder:
                 if op in _AGENT_OPS:
                     name = _text(attrs.get(Attr.AGENT_NAME)) or _text(attrs.get(Attr.WORKFLOW_NAME)) or span.name or DEFAULT_ACTOR
                     actor, role, depth = str(name), _text(attrs.get(Attr.AGENT_ROLE)), depth + 1
+                    self.max_depth = max(self.max_depth, depth)
                     if op == _OP_INVOKE_AGENT:
                         self._agent(span, parent_actor, scope, actor, role)
                         self.agent_spans.append((span, depth))
@@ -220,6 +223,7 @@ class _Builder:
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
+        self.llm_scopes.add(scope)
         attrs = span.attributes
         get = attrs.get
         model = str(get(Attr.RESPONSE_MODEL) or get(Attr.REQUEST_MODEL) or "unknown")
@@ -265,6 +269,7 @@ class _Builder:
                 self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
             _put_text(data, "source", attrs.get(Attr.STOP_SOURCE))
+            _put_route(data, attrs)
             if decision == _D_STOP and (Attr.STOP_FORCED in attrs or reason != "unspecified"):
                 # a stop of unknown reason (a foreign log's) is neither forced nor chosen: left out
                 data["forced"] = attrs.get(Attr.STOP_FORCED) is True or reason in FORCED_STOP_REASONS
@@ -369,3 +374,16 @@ class _Builder:
         }
         status = _S_ERROR if reason == _R_ERROR else _S_OK
         self._add(end, root, data, None if run is None else run.span_id, status)
+
+
+def _put_route(data: dict[str, Any], attrs: Mapping[str, Any]) -> None:
+    """How the framework made a decision (``Route``): its router and that
+    router's call number, and the deciding agent's handoff tools (tool -> agent)."""
+    _put_text(data, "router", attrs.get(Attr.ROUTER))
+    _put(data, "router_call", _number(attrs.get(Attr.ROUTER_CALL)))
+    tools = {}
+    for item in _list(attrs.get(Attr.HANDOFF_TOOLS)):
+        tool, _, agent = item.partition("=")
+        if tool and agent:
+            tools[tool] = agent
+    _put(data, "handoff_tools", tools or None)

@@ -66,8 +66,9 @@ def costs_and_metrics(b: _Builder, events: list[dict[str, Any]], wall_ns: int) -
     if unknown:  # calls whose token counts were not reported: ``tokens`` is a lower bound
         costs["tokens_unknown_calls"] = unknown
     metrics: dict[str, float] = {
-        "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}),
-        "max_depth": max((depth for _, depth in b.agent_spans), default=0),
+        "agents": len({str(s.attributes.get(Attr.AGENT_NAME)) for s, _ in b.agent_spans}
+                      | {s.name for s in b.scopes.values() if s.workflow and s.span_id in b.llm_scopes}),
+        "max_depth": b.max_depth,
         "max_fanout": max_fanout,
         "llm_calls": llm_calls,
         "error_events": errors,

@@ -11,8 +11,8 @@ from ._values import _D_DELEGATE, _D_SPAWN, _E_ORCHESTRATOR_DECISION, _E_SPAWN, 
 
 def cover_spawns(b: _Builder) -> list[_Ev]:
     """Pair each spawn event with the decision that covers it (the parent's
-    spawn decision, or any earlier delegation naming the spawned agent: in
-    graph frameworks an agent delegates and the runtime spawns), adding an implied spawn decision
+    spawn decision, or any earlier delegation or spawn decision naming the
+    spawned agent: in graph frameworks an agent decides and the runtime spawns), adding an implied spawn decision
     where none was recorded. Spawns that start while an implied group's
     first child still runs join that group: one decision per fan-out.
     Returns every event in time order."""
@@ -21,12 +21,15 @@ def cover_spawns(b: _Builder) -> list[_Ev]:
     # (decision, targets it has not covered yet)
     spawns_by: dict[str, list[tuple[_Ev, list[str]]]] = defaultdict(list)  # decider -> spawn decisions
     delegations: list[tuple[_Ev, list[str]]] = []  # whoever delegated: the runtime may do the spawning
+    spawns: list[tuple[_Ev, list[str]]] = []  # every spawn decision, whoever made it
     for ev in ordered:
         data = ev.data
         if data["type"] != _E_ORCHESTRATOR_DECISION:
             continue
         if data.get("decision") == _D_SPAWN:
-            spawns_by[data["agent"]].append((ev, list(data.get("targets", ()))))
+            entry = (ev, list(data.get("targets", ())))
+            spawns_by[data["agent"]].append(entry)
+            spawns.append(entry)
         elif data.get("decision") == _D_DELEGATE:
             delegations.append((ev, list(data.get("targets", ()))))
     groups: dict[str, tuple[_Ev, int]] = {}  # parent -> (implied decision, earliest child end)
@@ -36,7 +39,7 @@ def cover_spawns(b: _Builder) -> list[_Ev]:
             continue
         parent, target = data["agent"], data["to"]
         match = None
-        for decision, left in [*spawns_by.get(parent, ()), *delegations]:
+        for decision, left in [*spawns_by.get(parent, ()), *delegations, *spawns]:
             if decision.t_ns <= ev.t_ns and target in left:
                 left.remove(target)
                 match = decision

@@ -11,7 +11,8 @@ wins (docs/trace-format.md#topology):
 4. ``debate``: two agents message each other both ways, three messages or more.
 5. ``swarm``: peer handoffs (a delegation by an agent to one that is not its
    own sub-agent) that are not a hub's: two agents hand off, or one hands off
-   and is never invoked again.
+   and is never invoked again. A route a graph's routing function took is the
+   graph's own delegation, not a peer handoff.
 6. ``centralized``: one coordinator runs two or more sub-agent invocations,
    or delegates to a sub-agent of its own, or one agent hands work off and is
    invoked again after each handoff.
@@ -45,7 +46,7 @@ def infer_topology(scopes: Mapping[str, Scope], instance_of: Mapping[str, str],
     if _hierarchical(scopes, children, ignored):
         return Topology.HIERARCHICAL.value
     by_instance = {instance: scopes[span_id] for span_id, instance in instance_of.items()}
-    delegations = _delegations(events, by_instance, children)
+    delegations = _delegations(events, by_instance, children, scopes)
     peer = [(scope, target) for scope, target, own in delegations if not own and not scope.workflow]
     patterns = [name for name, holds in (
         (Topology.PLANNER_EXECUTOR_CRITIC.value, _planner_executor_critic(agents)),
@@ -90,8 +91,10 @@ def _hierarchical(scopes: Mapping[str, Scope], children: Mapping[str | None, lis
 
 
 def _delegations(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
-                 children: Mapping[str | None, list[Scope]]) -> list[tuple[Scope, str, bool]]:
-    """(delegating instance, target, whether the target is a sub-agent of its own) per delegation target."""
+                 children: Mapping[str | None, list[Scope]], scopes: Mapping[str, Scope]) -> list[tuple[Scope, str, bool]]:
+    """(delegating instance, target, whether the target is a sub-agent of its own) per delegation target.
+    A route taken by a graph's routing function (``router``) is the enclosing graph's routing between
+    its own sub-agents, credited to the agent whose answer it follows: not a peer handoff."""
     own_names: dict[str, set[str]] = {}
     out: list[tuple[Scope, str, bool]] = []
     for e in events:
@@ -100,6 +103,8 @@ def _delegations(events: list[dict[str, Any]], by_instance: Mapping[str, Scope],
         scope = by_instance.get(e.get("instance", ""))
         if scope is None:
             continue
+        if e.get("router") is not None and scope.parent in scopes:
+            scope = scopes[scope.parent]  # type: ignore[index]
         own = own_names.get(scope.span_id)
         if own is None:
             own = own_names[scope.span_id] = {kid.name for kid in children.get(scope.span_id, ())}

@@ -136,11 +136,18 @@ def same_runs(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]],
     things in the same order, when their order relative to each other is left
     aside: parallel branches (LangGraph ``Send`` tasks on threads) interleave,
     and start, in an order that differs from run to run, and so does the
-    number each instance gets."""
+    number each instance gets. Within one model turn of an instance (from one
+    of its model calls to the next) the order is left aside too: its tools run
+    concurrently."""
     def runs(events: list[dict[str, Any]], ids: dict[str, str]) -> list[str]:
-        by_instance: dict[Any, list[dict[str, Any]]] = {}
+        # each instance's events, in turns: what it did between two of its model calls (the tools
+        # of one turn run concurrently, and may start their agents, in another order) is a set
+        by_instance: dict[Any, list[list[str]]] = {}
         for e in events:
-            by_instance.setdefault(e.get("instance"), []).append(_unnumbered(orchestration(e, ids)))
-        return sorted(repr(run) for run in by_instance.values())
+            turns = by_instance.setdefault(e.get("instance"), [[]])
+            if e.get("channel") == "llm":
+                turns.append([])
+            turns[-1].append(repr(_unnumbered(orchestration(e, ids))))
+        return sorted(repr([sorted(turn) for turn in turns]) for turns in by_instance.values())
 
     return len(recorded) == len(replayed) and runs(recorded, old_ids) == runs(replayed, new_ids)

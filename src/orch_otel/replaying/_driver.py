@@ -28,7 +28,7 @@ from ..recorder import get_recorder
 from ..testing import capture, ensure_sdk_provider
 from . import _functions
 from ._compare import Divergence, first_divergence, orchestration
-from ._fork import CONTINUE, ForkPlan, Termination, plan
+from ._fork import CONTINUE, ForcedRoute, ForkPlan, Termination, plan
 from ._script import MissingContent, Script, ScriptServer, Then
 
 # (module prefix of the app's class, the integration's replay adapter)
@@ -126,7 +126,8 @@ def _steps(runs: list[dict[str, Any]], adapter: ModuleType, scripts: list[Script
     server active, gets back how the run ended (None, or the exception's
     type name), and returns the result. The caller runs the app, sync or async."""
     termination = fork_plan.termination if fork_plan is not None else None
-    with _replay_session(adapter, termination) as policy_store, capture(_provider()) as captured:
+    route = fork_plan.route if fork_plan is not None else None
+    with _replay_session(adapter, termination, route) as policy_store, capture(_provider()) as captured:
         new_traces: list[dict[str, Any]] = []
         errors: list[str | None] = []
         seen: set[str] = set()
@@ -218,9 +219,10 @@ class _replay_session:
     """Instrumentation, local content capture and the adapter's patches, for
     the length of a replay; everything is put back after it."""
 
-    def __init__(self, adapter: ModuleType, termination: Termination | None) -> None:
+    def __init__(self, adapter: ModuleType, termination: Termination | None, route: ForcedRoute | None = None) -> None:
         self.adapter = adapter
         self.termination = termination
+        self.route = route
         self.patches = Patches()
         self.instrumentor: Any = None
 
@@ -236,9 +238,13 @@ class _replay_session:
         policy.capture, policy.local = True, store
         if self.termination is not None and not hasattr(self.adapter, "force_termination"):
             raise ReplayError("this app's framework has no termination check a fork can force")
+        if self.route is not None and not hasattr(self.adapter, "force_route"):
+            raise ReplayError("this app's framework has no routing function a fork can force")
         self.adapter.install(self.patches)
         if self.termination is not None:
             self.adapter.force_termination(self.patches, self.termination)
+        if self.route is not None:
+            self.adapter.force_route(self.patches, self.route)
         return store
 
     def __exit__(self, *exc: Any) -> None:
@@ -281,11 +287,16 @@ def _result(runs: Sequence[dict[str, Any]], scripts: Sequence[Script], new: list
         marked = _mark_fork(branch, fork_plan.model_index, provenance)
         took = marked is not None and (not fork_plan.forced or fork_plan.forced == [CONTINUE]
                                        or marked.get("targets") == fork_plan.forced)
+        if fork_plan.route is not None and not fork_plan.forced:  # a forced stop: the router must have ended
+            took = marked is not None and marked.get("decision") == "stop"
         if divergence is None and not took:
             index = branch["events"].index(marked) if marked is not None else fork_plan.model_index
+            why = (f"the routing function {fork_plan.route.router!r} declares no route to "
+                   f"{fork_plan.route.target!r} (its path map has no label for it)" if fork_plan.route is not None
+                   else "the app decided otherwise after the served reply (its routing does not follow the "
+                        "model's answer)")
             divergence = Divergence(index, {"targets": fork_plan.forced}, orchestration(marked) if marked else None,
-                                    len(runs) - 1, "the forced option did not take: the app decided otherwise "
-                                    "after the served reply (its routing does not follow the model's answer)")
+                                    len(runs) - 1, f"the forced option did not take: {why}")
     return ReplayResult(new, contents, divergence is None, divergence,
                         served=sum(s.served for s in scripts), live=sum(s.live for s in scripts),
                         notes=[n for s in scripts for n in s.notes], fork=provenance, app_errors=errors)

@@ -5,11 +5,15 @@ answer naming the next speaker, an answer with no handoff that ended the
 run) is forced the way the model would have made the other choice: the
 reply served at the fork is the recorded one with the choice changed, and
 the framework then acts on it with its own machinery (the handoff tool's
-``Command``, the selector's speaker, the agent's end of turn). An AutoGen
+``Command``, the selector's speaker, the agent's end of turn). The handoff
+tools come from the model's offered tools, else from the agent's own
+definition as recorded on the decision (``handoff_tools``). An AutoGen
 team's stop goes through its termination check: ``stop`` ends the run at
-that check, ``continue`` lets the run go on past a recorded stop. A decision
-no model made in a LangGraph app (a routing function) is reported as one
-that cannot be forced yet.
+that check, ``continue`` lets the run go on past a recorded stop. A
+LangGraph routing function's decision (``router``) is forced at that call of
+the function: its result becomes the label its path map gives the chosen
+node. A decision a node's own code made is reported as one a fork cannot
+change, with what can be.
 """
 
 from __future__ import annotations
@@ -42,6 +46,19 @@ class Termination:
 
 
 @dataclass(frozen=True)
+class ForcedRoute:
+    """A forced result of one routing function: its ``call``-th call in the
+    run (counted from 1) goes to ``target`` (a node, or END for a stop)."""
+
+    router: str
+    call: int
+    target: str
+
+
+END = "__end__"
+
+
+@dataclass(frozen=True)
 class ForkPlan:
     event: dict[str, Any]  # the recorded decision
     index: int  # its position
@@ -50,6 +67,7 @@ class ForkPlan:
     forced: list[str]
     rewrite: Callable[[Any], Any] | None = None  # the changed reply of that model call
     termination: Termination | None = None
+    route: ForcedRoute | None = None
 
     def provenance(self, source_trace_id: str) -> dict[str, Any]:
         event_id = self.event["id"]
@@ -61,13 +79,19 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def _handoff_tools(tools_text: str | None) -> dict[str, str]:
-    """Offered tool name -> the agent it hands off to's normalised name, for transfer tools."""
+def _handoff_tools(event: dict[str, Any], model: dict[str, Any] | None, contents: Mapping[str, str]) -> dict[str, str]:
+    """Handoff tool name -> the agent it hands off to: as the deciding agent's
+    definition declares them (``handoff_tools``), else the transfer tools the
+    model was offered (the agent named as the tool names it)."""
+    declared = event.get("handoff_tools")
+    if isinstance(declared, dict) and declared:
+        return {str(k): str(v) for k, v in declared.items()}
+    tools_text = contents.get(model.get("tools_ref") or "") if model is not None else None
     out: dict[str, str] = {}
     for tool in orjson.loads(tools_text) if tools_text else []:
         name = (tool.get("function") or {}).get("name") if isinstance(tool, dict) else None
         if isinstance(name, str) and (m := re.match(r"^(?:transfer|handoff)_?to_?(.+)$", name, re.IGNORECASE)):
-            out[name] = _norm(m.group(1))
+            out[name] = m.group(1)
     return out
 
 
@@ -80,10 +104,10 @@ def options_at(trace: dict[str, Any], contents: Mapping[str, str], event_id: str
         return list(event["options"])
     if _team_check(trace, event, index) is not None and event["decision"] == DecisionKind.STOP.value:
         return [CONTINUE]
-    model = _deciding_model(trace, event, index)
-    handoffs = _handoff_tools(contents.get(model.get("tools_ref") or ""))
-    agents = _agents(trace)
-    return [agents.get(target, target) for target in handoffs.values()]
+    model = _deciding_model(trace, event, index) if not event.get("handoff_tools") else None
+    agents = _agents(trace)  # an agent that ran is named as it ran; one that did not, as its tool names it
+    return list(dict.fromkeys(agents.get(_norm(target), target)
+                              for target in _handoff_tools(event, model, contents).values()))
 
 
 def _agents(trace: dict[str, Any]) -> dict[str, str]:
@@ -135,15 +159,35 @@ def _deciding_model(trace: dict[str, Any], event: dict[str, Any], index: int) ->
     event_id, events = event["id"], trace["events"]
     if event["decision"] == DecisionKind.STOP.value and event.get("source") != "answer":
         raise ForkError(f"event {event_id} (stop by {event.get('instance')}, {event.get('reason')!r}) was not made by "
-                        f"a model call but by {event.get('source') or 'the framework'}: routing functions and "
-                        "termination conditions cannot be forced yet")
+                        f"a model call or a routing function but by {event.get('source') or 'the framework'}{_HINT}")
     instance = event.get("instance")
     model = next((e for e in reversed(events[:index]) if e["type"] == EventKind.MESSAGE.value
                   and e.get("channel") == Channel.LLM.value and e.get("instance") == instance), None)
     if model is None:
-        raise ForkError(f"event {event_id} ({event['decision']} by {instance}) was not made by a model call: "
-                        "routing functions and termination conditions cannot be forced yet")
+        raise ForkError(f"event {event_id} ({event['decision']} by {instance}) was not made by a model call or a "
+                        f"routing function{_HINT}")
     return model
+
+
+_HINT = (": a fork forces a model's handoff tool call, a selector's answer, a LangGraph routing function's result "
+         "(a conditional edge) or an AutoGen termination check; a choice the app's own code makes (a node's "
+         "Command, a loop in an entrypoint) cannot be forced")
+
+
+def _route_plan(event: dict[str, Any], index: int, choose: str) -> ForkPlan:
+    """A routing function's decision: force its recorded call to go to ``choose`` (or END)."""
+    event_id = event["id"]
+    stopped = event["decision"] == DecisionKind.STOP.value
+    if choose == CONTINUE:
+        raise ForkError(f"{CONTINUE!r} forks an AutoGen team's stop; event {event_id} is not one")
+    if choose == STOP and stopped:
+        raise ForkError(f"event {event_id} already stops: choose one of its options")
+    options = event.get("options")
+    if choose != STOP and options is not None and choose not in options:
+        raise ForkError(f"{choose!r} is not an option of {event_id}; its options are {', '.join(options)}")
+    recorded = [] if stopped else list(event.get("targets") or [])
+    route = ForcedRoute(str(event["router"]), int(event["router_call"]), END if choose == STOP else choose)
+    return ForkPlan(event, index, index, recorded, [] if choose == STOP else [choose], route=route)
 
 
 def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choose: str) -> ForkPlan:
@@ -162,6 +206,8 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
         forced = Termination(check.team, check.check, stop=choose == STOP)
         return ForkPlan(event, index, _check_start(trace["events"], index), recorded,
                         [] if choose == STOP else [CONTINUE], termination=forced)
+    if event.get("router") is not None and event.get("router_call") is not None:
+        return _route_plan(event, index, choose)
     if choose == CONTINUE:
         raise ForkError(f"{CONTINUE!r} forks an AutoGen team's stop; event {event_id} is not one")
     model = _deciding_model(trace, event, index)
@@ -169,8 +215,8 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
     options = event.get("options")
     if choose != STOP and options and choose not in options:
         raise ForkError(f"{choose!r} is not an option of {event_id}; its options are {', '.join(options)}")
-    handoffs = _handoff_tools(contents.get(model.get("tools_ref") or ""))
-    tool_for = {norm: name for name, norm in handoffs.items()}
+    handoffs = _handoff_tools(event, model, contents)
+    tool_for = {_norm(agent): name for name, agent in handoffs.items()}
     if choose != STOP and _norm(choose) not in tool_for and handoffs:
         raise ForkError(f"the model at {model['id']} was offered no handoff to {choose!r}; it could hand off to "
                         f"{', '.join(sorted(handoffs))}")
@@ -201,4 +247,5 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
 
 
 def _no_choice(output: Any, event_id: str) -> Any:
-    raise ForkError(f"the model reply that made {event_id} holds no choice a fork can change")
+    raise ForkError(f"the model reply that made {event_id} holds no handoff tool call and does not name the agent "
+                    f"chosen, so there is no choice in it a fork can change{_HINT}")

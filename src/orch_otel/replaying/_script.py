@@ -55,7 +55,7 @@ class Script:
     contents: Mapping[str, str]
     models: list[Recorded] = field(default_factory=list)
     tools: list[Recorded] = field(default_factory=list)
-    handoff_spans: set[str] = field(default_factory=set)
+    live_spans: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # what the replay could not serve exactly, in words
     misses: list[str] = field(default_factory=list)  # calls no recorded answer matched
     served = 0
@@ -75,9 +75,11 @@ class Script:
             elif kind == EventKind.TOOL_RESULT.value:
                 call = open_calls.pop(e["span_id"], {})
                 script.tools.append(Recorded(e, index, call.get("content_ref"), script._text(e.get("content_ref"))))
-            elif e.get("decision") == DecisionKind.DELEGATE.value or e.get("message_type") == "handoff":
-                # a delegation made while a tool runs: that tool is a handoff tool
-                script.handoff_spans.update(s for s, c in open_calls.items() if c.get("instance") == e.get("instance"))
+            elif (e.get("decision") == DecisionKind.DELEGATE.value or e.get("message_type") == "handoff"
+                  or kind == EventKind.SPAWN.value):
+                # a delegation made while a tool runs: that tool is a handoff tool; an agent started while
+                # it runs: the tool runs that agent (agents as tools), whose own calls are served
+                script.live_spans.update(s for s, c in open_calls.items() if c.get("instance") == e.get("instance"))
         return script
 
     def _text(self, ref: str | None) -> str | None:
@@ -91,14 +93,16 @@ class Script:
         return lacking
 
     def _runs_live(self, tool: Recorded) -> bool:
-        """A tool that runs as itself: a handoff tool, or one that failed (it fails again)."""
-        return tool.event.get("span_id") in self.handoff_spans or tool.event.get("status") == "error"
+        """A tool that runs as itself: a handoff tool, a tool that runs an agent, or one that failed (it fails again)."""
+        return tool.event.get("span_id") in self.live_spans or tool.event.get("status") == "error"
 
     # -- serving ----------------------------------------------------------------------------
 
     def model_answer(self, call: ModelCall, live_text: Callable[[str], str | None]) -> Recorded:
         pending = [r for r in self.models if not r.used]
-        match = next((r for r in pending if call.request_ref is not None and r.request_ref == call.request_ref), None)
+        same = [r for r in pending if call.request_ref is not None and r.request_ref == call.request_ref]
+        # two agents may send one prompt at once (parallel tasks): each gets its own model's reply
+        match = next((r for r in same if r.event.get("model") == call.model), same[0] if same else None)
         if match is None and call.request_ref is None and pending:
             match = pending[0]
         if match is None and call.request_ref is not None:  # the same prompt but for ids a framework made up

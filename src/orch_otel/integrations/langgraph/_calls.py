@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from ..._faults import log_fault
-from ..._invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK
+from ..._invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK, Route
 from ...recorder import Recorder
 from . import _extract as ex
 from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run
@@ -52,6 +52,12 @@ class CallsMixin:
     def _handoff_options(self, tool_run: Run, scope: Run) -> list[str] | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _direct_handoff(self, tool_run: Run, output: Any) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _handoff_route(self, tool_run: Run) -> Route | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     # -- tools ------------------------------------------------------------------------------
 
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -85,6 +91,7 @@ class CallsMixin:
                 self._tool_handoff(run, output)
             else:
                 run.inv.set_result(ex.tool_output(output))  # type: ignore[attr-defined]
+                self._direct_handoff(run, output)
             run.inv.end()
         except Exception:
             log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_tool_end failed")
@@ -97,7 +104,7 @@ class CallsMixin:
             return
         span = scope.inv.span  # type: ignore[union-attr]
         recorder = self.recorder
-        recorder.delegate(target, options=self._handoff_options(run, scope), span=span)
+        recorder.delegate(target, options=self._handoff_options(run, scope), span=span, route=self._handoff_route(run))
         update = command.update
         messages = update.get("messages") if isinstance(update, dict) else None
         content = ex.message_view(messages[-1]) if messages else None

@@ -30,13 +30,17 @@ builds it (``langgraph/graph/state.py``: ``attach_node``, ``attach_edge``,
 - a static edge ``add_edge(a, b)`` is a ``ChannelWriteEntry`` to ``b``'s
   channel (an edge to END writes nothing);
 - handoff tools are the tools of a ``ToolNode`` whose metadata names a
-  ``__handoff_destination`` (langgraph-supervisor, langgraph-swarm).
+  ``__handoff_destination`` (langgraph-supervisor, langgraph-swarm), or
+  ``return_direct`` tools named ``transfer_to_<agent>`` (the Functional
+  API's agent networks, where the caller reads the call and runs that agent);
+- a tool node is a node whose runnable has ``tools_by_name`` (``ToolNode``).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -47,6 +51,7 @@ _log = logging.getLogger(__name__)
 END = "__end__"
 BRANCH_CHANNEL = "branch:to:"
 HANDOFF_DESTINATION = "__handoff_destination"
+_TRANSFER_NAME = re.compile(r"^(?:transfer|handoff)_?to_?(.+)$", re.IGNORECASE)
 
 
 def wrap_defaults(patches: Patches, note: Callable[[str, Any], None]) -> None:
@@ -149,17 +154,78 @@ def has_edges(node: Any) -> bool:
     return False
 
 
+def _tools(node: Any) -> dict[str, Any] | None:
+    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+    return tools if isinstance(tools, dict) else None
+
+
+def is_tool_node(node: Any) -> bool:
+    return _tools(node) is not None
+
+
+def node_named(graph: Any, name: str) -> Any:
+    nodes = getattr(graph, "nodes", None)
+    return nodes.get(name) if isinstance(nodes, dict) else None
+
+
+def _handoff_target(tool: Any) -> str | None:
+    metadata = getattr(tool, "metadata", None)
+    if isinstance(metadata, dict) and metadata.get(HANDOFF_DESTINATION):
+        return str(metadata[HANDOFF_DESTINATION])
+    if getattr(tool, "return_direct", False) is True:
+        match = _TRANSFER_NAME.match(str(getattr(tool, "name", "")))
+        return match.group(1) if match else None
+    return None
+
+
+def handoff_tools(node: Any) -> dict[str, str]:
+    """Tool name -> the agent it hands off to, for the handoff tools of a tool node."""
+    out = {}
+    for name, tool in (_tools(node) or {}).items():
+        target = _handoff_target(tool)
+        if target is not None:
+            out[str(name)] = target
+    return out
+
+
+def agent_handoff_tools(graph: Any) -> dict[str, str]:
+    """The handoff tools of every tool node of a compiled agent graph."""
+    out: dict[str, str] = {}
+    nodes = getattr(graph, "nodes", None)
+    for node in nodes.values() if isinstance(nodes, dict) else ():
+        out.update(handoff_tools(node))
+    return out
+
+
+def direct_handoff(node: Any, tool_name: str) -> str | None:
+    """The agent a ``return_direct`` handoff tool of a tool node hands off to, or None."""
+    tool = (_tools(node) or {}).get(tool_name)
+    return _handoff_target(tool) if getattr(tool, "return_direct", False) is True else None
+
+
+def direct_handoff_tools(graph: Any) -> dict[str, str]:
+    """The ``return_direct`` handoff tools of a compiled agent graph (tool -> agent)."""
+    nodes = getattr(graph, "nodes", None)
+    return {tool: target for node in (nodes.values() if isinstance(nodes, dict) else ())
+            for tool in _tools(node) or () if (target := direct_handoff(node, tool)) is not None}
+
+
+def may_go_to(node: Any, target: str) -> bool:
+    """Can ``node`` go on to ``target``: a static edge to it, or a conditional
+    edge (whose result is not known before it runs)?"""
+    for writer in getattr(node, "writers", None) or ():
+        if _branch_spec(writer) is not None:
+            return True
+        for entry in getattr(writer, "writes", None) or ():
+            channel = getattr(entry, "channel", None)
+            if isinstance(channel, str) and not hasattr(entry, "static") and channel in (target, BRANCH_CHANNEL + target):
+                return True
+    return False
+
+
 def handoff_destinations(node: Any) -> list[str] | None:
     """The agents the handoff tools of a tool node hand off to, or None."""
-    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
-    if not isinstance(tools, dict):
-        return None
-    targets = []
-    for tool in tools.values():
-        metadata = getattr(tool, "metadata", None)
-        if isinstance(metadata, dict) and metadata.get(HANDOFF_DESTINATION):
-            targets.append(str(metadata[HANDOFF_DESTINATION]))
-    return _unique(targets) or None
+    return _unique(handoff_tools(node).values()) or None
 
 
 def without_end(names: list[str] | None) -> list[str] | None:

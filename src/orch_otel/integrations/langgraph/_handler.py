@@ -34,8 +34,9 @@ from ..._faults import log_fault
 from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK
 from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
+from . import _graphs as gr
 from ._calls import CallsMixin, context_of, outcome_of, private_run
-from ._routes import RoutesMixin
+from ._routes import RoutesMixin, node_spec
 from ._runs import (
     CALLS_LLM,
     CREATE_AGENT,
@@ -49,6 +50,8 @@ from ._runs import (
     SEND,
     SUBGRAPH,
     SYSTEM,
+    TOOL,
+    TOOLS,
     WORKFLOW,
     Run,
     has_step_tag,
@@ -133,6 +136,8 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         run.step = md.get("langgraph_step")
         run.triggers = md.get("langgraph_triggers")
         run.push_index = push_index(run.triggers, md.get("langgraph_path"))
+        if graph.loops:
+            self._resume_loop(run, graph)
         if graph.finished and run.push_index is None:
             self._maybe_aggregate(run, graph)
         if run.push_index is not None and not graph.prebuilt and not run.name.startswith("__"):
@@ -143,6 +148,46 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             ).start(attach=False, parent=context_of(scope, graph.root))
             run.why = SEND
             run.agent_name = run.name
+
+    @staticmethod
+    def _resume_loop(run: Run, graph: Run) -> None:
+        """An agent node's tool loop: the tool node it routed to runs under the
+        agent's open span, and the agent node, back from its tools, is the same
+        instance. A loop that does not come back next step ends the span."""
+        loops = graph.loops
+        assert loops is not None
+        entry = loops.pop(run.name, None)
+        if entry is not None:
+            run.inv, agent, _ = entry
+            if run.name == agent:
+                run.why, run.agent_name = CALLS_LLM, agent
+            else:
+                run.why, run.loop_to = TOOLS, agent
+        for key, (inv, _, step) in list(loops.items()):
+            if run.step is not None and run.step > step + 1:
+                del loops[key]
+                inv.end()
+
+    @staticmethod
+    def _park_loop(run: Run) -> bool:
+        """Keep the span of an agent node that routed to its tool node (or of
+        the tool node that may go back to it) open for the next step's node."""
+        graph = run.parent
+        if graph is None or run.inv is None or run.loop_to is None or run.why not in (CALLS_LLM, TOOLS):
+            return False
+        if run.why == TOOLS and not gr.may_go_to(node_spec(run), run.loop_to):
+            return False  # the tools lead elsewhere: the agent's turn is over
+        agent = run.name if run.why == CALLS_LLM else run.loop_to
+        if graph.loops is None:
+            graph.loops = {}
+        graph.loops[run.loop_to] = (run.inv, agent, run.step or 0)
+        return True
+
+    @staticmethod
+    def _end_loops(graph: Run, outcome: str = OK, error: BaseException | None = None) -> None:
+        for inv, _, _ in (graph.loops or {}).values():
+            inv.end(outcome=outcome, error=error if outcome == ERROR else None)
+        graph.loops = None
 
     def _become_graph(self, run: Run) -> None:
         """``run`` is a (sub)graph: the run root becomes the workflow, a nested
@@ -162,14 +207,21 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         if scope is node and node is not None and node.why == SEND and not node.absorbed:
             node.absorbed = True  # a Send target that runs a subgraph: one agent, the node's
             return
-        name = run.node_key or run.name
+        call = run.hosting_call(node)  # a tool or a @task runs the graph: it is named by its own name
+        if call is None:
+            name = run.node_key or run.name
+        else:
+            name = run.name if run.name != DEFAULT_GRAPH_NAME else (call.name if call.kind == TOOL else
+                                                                    call.node_key or call.name)
+            # one spawn decision per call: the model that called the tool (the code that called the task) chose it
+            self.recorder.spawn(name, span=scope.inv.span)  # type: ignore[union-attr]
         run.inv = self.recorder.agent(
             name, agent_id=run.name if run.name not in (DEFAULT_GRAPH_NAME, name) else None,
             role="agent" if run.prebuilt else "team", spawned=True, system=SYSTEM,
         ).start(attach=False, parent=scope.inv.context)  # type: ignore[union-attr]
         run.why = SUBGRAPH
         run.agent_name = name
-        if node is not None and node.agent_name is None:
+        if node is not None and node.agent_name is None and call is None:
             node.agent_name = name
 
     def _start_workflow(self, run: Run) -> None:
@@ -211,7 +263,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         try:
             kind = run.kind
             if kind == ROUTER:
-                self._route(run, outputs)
+                self._route(run, outputs, run.count_router())
             elif kind == NODE:
                 if isinstance(outputs, Command) and outputs.goto:
                     self._route(run, outputs.goto)
@@ -219,6 +271,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                     self._answer_stop(run, run)
                 self._node_end(run)
             elif kind == GRAPH and run.inv is not None:
+                self._end_loops(run)
                 if run.parent is None or run.why == WORKFLOW:
                     self._end_root(run, OK)
                 else:
@@ -231,7 +284,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             log_fault(_log, logging.DEBUG, "orch-otel: langgraph on_chain_end failed")
 
     def _node_end(self, run: Run, outcome: str = OK, error: BaseException | None = None) -> None:
-        if run.inv is not None:
+        if run.inv is not None and not (outcome == OK and self._park_loop(run)):
             run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
         if run.agent_name is not None and run.parent is not None and run.parent.finished is not None:
             run.parent.finished.append((run.step, run.agent_name, run.push_index is not None))
@@ -247,6 +300,8 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 self._handoff(run, error)
             elif outcome == INTERRUPTED:
                 run.root.interrupted = True
+            if run.kind == GRAPH:
+                self._end_loops(run, outcome, error)
             if run.kind == NODE:
                 self._node_end(run, outcome, error)
             elif run.inv is not None:

@@ -8,7 +8,12 @@ Seams, patched only while a replay runs and undone after it:
   it records a real one;
 - tools: each tool class's own ``_run`` / ``_arun``, patched the first time
   ``BaseTool.run`` / ``arun`` meets an instance of it, inside the tool's
-  callbacks too.
+  callbacks too;
+- a fork at a routing function's decision: ``RunnableCallable.invoke`` /
+  ``ainvoke`` of LangGraph (how a conditional edge calls its routing
+  function, looked up at each call): the chosen call returns the forced
+  label instead of calling the function, through a runnable of the same
+  name, so the handler records the forced route as it records a real one.
 
 The request of a call (its prompt, its arguments) is read from the span the
 handler just started for it, so it is checked exactly as it was recorded.
@@ -22,6 +27,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, messages_from_dict
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
@@ -30,6 +36,9 @@ from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from ...vocabulary import Attr
 from .._patch import Patches
 from . import LangGraphInstrumentor
+from ._graphs import branch_of
+from ._routes import node_spec
+from ._runs import NODE, is_router_tag
 
 _MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "chat", "function"})
 
@@ -137,6 +146,76 @@ def _chat_result(served: Served) -> ChatResult:
     if served.model:
         message.response_metadata = {"model_name": served.model}
     return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+# -- forks at a routing function -----------------------------------------------------------------
+
+def force_route(patches: Patches, route: Any) -> None:
+    """Force one call of one routing function (``_fork.ForcedRoute``): its
+    ``call``-th call in the replayed run returns the label the conditional
+    edge's path map gives the target (the target itself when it declares no
+    map). The handler counts the same calls (``Run.count_router``). A target
+    the map does not declare is not forced: the fork then reports that it
+    did not take."""
+    try:
+        from langgraph._internal._runnable import RunnableCallable
+    except ImportError as exc:  # a LangGraph that moved it: say so rather than fork something else
+        raise ValueError("this LangGraph version has no langgraph._internal._runnable.RunnableCallable: "
+                         "a routing function's decision cannot be forced") from exc
+
+    counted: dict[str, Any] = {"server": None, "calls": 0}
+
+    def forced_label(path: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        server = ACTIVE.get()
+        config = (args[1] if len(args) > 1 else kwargs.get("config")) or {}
+        if server is None or (config.get("run_name") or path.get_name()) != route.router:
+            return None
+        callbacks = config.get("callbacks")  # a router run, as the handler counts them (Run.count_router)
+        node = _handler_run(getattr(callbacks, "parent_run_id", None))
+        if not path.trace or not is_router_tag(getattr(callbacks, "tags", None)) or node is None or node.kind != NODE:
+            return None
+        if counted["server"] is not server:
+            counted["server"], counted["calls"] = server, 0
+        counted["calls"] += 1
+        if counted["calls"] != route.call:
+            return None
+        branch = _branch_of(route.router, config)
+        label = _label(branch.ends, route.target) if branch is not None else None
+        if label is not None:
+            server.fork()  # from here on, calls go to the app's own models and tools (or to `then`)
+        return label
+
+    def forced(wrapped: Any, path: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        label = forced_label(path, args, kwargs)
+        if label is None:
+            return wrapped(*args, **kwargs)
+        return RunnableLambda(lambda _state: label, name=path.get_name()).invoke(*args, **kwargs)
+
+    async def aforced(wrapped: Any, path: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        label = forced_label(path, args, kwargs)
+        if label is None:
+            return await wrapped(*args, **kwargs)
+        return await RunnableLambda(lambda _state: label, name=path.get_name()).ainvoke(*args, **kwargs)
+
+    patches.wrap(RunnableCallable, "invoke", forced)
+    patches.wrap(RunnableCallable, "ainvoke", aforced)
+
+
+def _label(ends: Any, target: str) -> Any:
+    if not ends:
+        return target
+    return next((label for label, node in ends.items() if node == target), None)
+
+
+def _branch_of(router: str, config: Any) -> Any:
+    """The conditional edge (``BranchSpec``) whose routing function runs now
+    (with ``config``), from the compiled graph of the node it runs in (the
+    handler's run of that node), or None when that is not known."""
+    run = _handler_run(getattr((config or {}).get("callbacks"), "parent_run_id", None))
+    while run is not None and run.kind != NODE:
+        run = run.parent
+    spec = node_spec(run)
+    return branch_of(spec, router) if spec is not None else None
 
 
 # -- tools ---------------------------------------------------------------------------------------

@@ -27,8 +27,9 @@ from ..._invocation import Invocation
 
 OTHER, GRAPH, NODE, ROUTER, TOOL, LLM = range(6)
 
-# Why a node or graph run owns an agent span.
-SEND, SUBGRAPH, CALLS_LLM, WORKFLOW = "send", "subgraph", "llm", "workflow"
+# Why a node or graph run owns an agent span. TOOLS: a tool node that runs the
+# tool calls of the agent node that routed to it holds that agent's span.
+SEND, SUBGRAPH, CALLS_LLM, WORKFLOW, TOOLS = "send", "subgraph", "llm", "workflow", "tools"
 
 SYSTEM = "langgraph"  # the orch.system of every run this integration records
 GRAPH_INTEGRATIONS = frozenset({"langgraph", "langchain_create_agent"})
@@ -64,9 +65,15 @@ class Run:
     prebuilt = False
     fanout_size: int | None = None
     finished: list[tuple[Any, str, bool]] | None = None
+    # an agent node's span kept open across its tool loop: node key expected next -> (span, agent, its step)
+    loops: dict[str, tuple[Invocation, str, int]] | None = None
+    handed_off = False  # a prebuilt agent ran one of its return_direct handoff tools
     # node runs: the agent this node is or hosts
     agent_name: str | None = None
     absorbed = False
+    loop_to: str | None = None  # an agent node routed to this tool node: its span stays open
+    # run roots: how many times each routing function ran
+    router_calls: dict[str, int] | None = None
     # run roots
     ambient: Context | None = None
     inputs: Any = None  # kept only while content is captured: the run's input, for replay
@@ -120,6 +127,27 @@ class Run:
         while run is not None and run.kind != NODE:
             run = run.parent
         return run
+
+    def hosting_call(self, node: Run | None) -> Run | None:
+        """The tool run, or the Functional API ``@task`` run, between this
+        (graph) run and its enclosing ``node``: the graph is that call's, not the node's."""
+        run: Run | None = self
+        while run is not None and run is not node:
+            if run.kind == TOOL:
+                return run
+            key = run.node_key
+            if key is not None and node is not None and key != node.name:
+                return run  # a task the node's code called (its run, or the graph's, names it)
+            run = run.parent
+        return None
+
+    def count_router(self) -> int:
+        """This router run's call number among the run's calls of its routing function."""
+        root = self.root
+        if root.router_calls is None:
+            root.router_calls = {}
+        n = root.router_calls[self.name] = root.router_calls.get(self.name, 0) + 1
+        return n
 
     def within(self, ancestor: Run) -> bool:
         run: Run | None = self
