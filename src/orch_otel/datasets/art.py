@@ -9,7 +9,10 @@ A trajectory is one conversation of one agent: its model calls, in order,
 as long as each call's prompt extends the conversation so far (the prompt
 of the first call, then each reply and the messages that came after it);
 a call whose prompt does not (a fresh system prompt, a trimmed history)
-starts a new trajectory. Every reply is a ``Choice`` in exactly one
+starts a new trajectory. ``tools`` is every tool its calls were offered
+(ART renders one tool list per trajectory: AutoGen's reflection on a tool
+result, offered none, is rendered with them by ART's SFT; ART RL reads the
+captured prompt ids, and starts a new sequence where they do not extend). Every reply is a ``Choice`` in exactly one
 trajectory, in its main history (ART's SFT reads no other), and nothing goes
 to ``additional_histories``. ART RL needs, on each trainable Choice, the
 ``prompt_token_ids`` / ``token_ids`` extras and one ``logprobs.content``
