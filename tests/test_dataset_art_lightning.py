@@ -17,15 +17,18 @@ import json
 import os
 import re
 import subprocess
+import textwrap
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 from fixtures.branches import make_branches
 from fixtures.dataset_runs import record_instrumented
 
 from orch_otel.cli import main
 from orch_otel.datasets import Config, TokensMissing, build
+from orch_otel.datasets.art import _choice, group_line
 from orch_otel.datasets.lightning import _Sample
 from orch_otel.datasets.tokenize import CallTokens
 
@@ -34,15 +37,20 @@ PYTHON = REPO / ".venv-trainers312" / "bin" / "python"
 CHECK = REPO / "tests" / "trainer_checks" / "art_lightning.py"
 
 
-def trainer(*args: str) -> dict:
-    """tests/trainer_checks/art_lightning.py in the 3.12 venv: skip locally without it, fail in CI."""
+def _venv() -> str:
+    """The 3.12 venv's python: skip locally without it, fail in CI."""
     if not PYTHON.exists():
         message = ("no .venv-trainers312 (agent-lightning and ART need Python 3.12): make it as .ci/run does "
                    "(PYENV_VERSION=3.12.1 python3.12 -m venv .venv-trainers312, then the block `trainers-art`)")
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    done = subprocess.run([str(PYTHON), str(CHECK), *args], capture_output=True, text=True, timeout=300)
+    return str(PYTHON)
+
+
+def trainer(*args: str) -> dict:
+    """tests/trainer_checks/art_lightning.py in the 3.12 venv; what it printed."""
+    done = subprocess.run([_venv(), str(CHECK), *args], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout)
 
@@ -284,6 +292,23 @@ def test_art_without_token_ids_is_for_sft_only(runs, tmp_path):
         assert "missing vLLM prompt_token_ids/token_ids" in t["rl"]["True"]  # ... and refuses it when told to
 
 
+def test_art_rl_takes_captured_ids_and_logprobs(tmp_path):
+    """Choices as written from captured ids and logprobs (by hand here: the capture is
+    tested where it is made): ART RL takes them without allow_training_without_logprobs,
+    one logprob per completion id, the second call appended to the first's sequence."""
+    first = CallTokens([1, 2, 3], [4, 5], [-0.5, -0.25], "captured")
+    second = CallTokens([1, 2, 3, 4, 5, 6], [7], [-1.0], "captured")
+    trajectory = {
+        "messages_and_choices": [{"role": "user", "content": "q"}, _choice({"role": "assistant", "content": "a1"}, first),
+                                 {"role": "user", "content": "more"}, _choice({"role": "assistant", "content": "a2"}, second)],
+        "tools": None, "additional_histories": [], "reward": 1.0, "metrics": {}, "metadata": {"agent": "a"}, "logs": [],
+    }
+    (tmp_path / "chat.art.jsonl").write_bytes(group_line("g", [orjson.dumps(trajectory)]))
+    (group,) = trainer("art", str(tmp_path / "chat.art.jsonl"))["groups"]
+    (t,) = group["trajectories"]
+    assert t["rl"]["False"] == [[4, 5, 7]] and t["rl"]["False_logprobs"] == [[-0.5, -0.25, -1.0]]
+
+
 def test_art_groups_are_the_branches_of_a_fork(branches, tmp_path, local_tokenizer):
     """Branches of one fork are one group; in a branch only the calls from the fork on are Choices."""
     base, info = branches
@@ -302,3 +327,33 @@ def test_art_groups_are_the_branches_of_a_fork(branches, tmp_path, local_tokeniz
     assert [_choices(t) for t in research] == [[("", ["transfer_to_research_expert"])],
                                                [("", ["transfer_to_research_expert"]), ("all done", [])]]
     assert {t["reward"] for t in groups[info["groups"]["delegate"]]["trajectories"]} == {0.0, 1.0}
+
+
+# -- the snippets of docs/datasets.md ------------------------------------------------------------
+
+def _snippet(name: str) -> str:
+    text = (REPO / "docs" / "datasets.md").read_text()
+    found = re.search(rf"<!-- snippet: {name} -->\s*```python\n(.*?)```", text, re.S)
+    assert found, f"docs/datasets.md has no {name} snippet"
+    return textwrap.dedent(found.group(1))
+
+
+def _run_snippet(code: str) -> list[str]:
+    done = subprocess.run([_venv(), "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout.split()
+
+
+def test_docs_snippets_load_the_rows_with_the_trainers_code(runs, tmp_path, local_tokenizer):
+    directory = runs["langgraph-supervisor"][0]
+    triplets = build([directory], tmp_path, Config(view="triplets", tokenizer=local_tokenizer))
+    code = _snippet("agent-lightning").replace("OUTDIR", str(tmp_path))
+    rollouts, loaded = _run_snippet(code + "\nprint(len(completed), sum(len(c.triplets) for c in completed))")
+    # the supervisor's 3 episodes and one each of the two experts; every triplet
+    assert (int(rollouts), int(loaded)) == (5, triplets.rows_written)
+    trajectories = build([directory], tmp_path, Config(view="chat"), fmt="art")
+    code = _snippet("art").replace("OUTDIR", str(tmp_path))
+    (count,) = _run_snippet(code + "\nfrom art.types import Choice\n"
+                            "print(sum(isinstance(i, Choice) for g in groups for t in g.trajectories "
+                            "for i in t.messages_and_choices))")
+    assert trajectories.rows_written == 3 and int(count) == 7  # 3 + 2 + 2 replies

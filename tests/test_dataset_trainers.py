@@ -78,7 +78,7 @@ def test_verl_groups_carry_the_option_and_advantage(runs, tmp_path):
     assert [(m["role"], m["content"]) for m in research["prompt"]] == [("user", "add 1 and 2, then look up otel")]
 
 
-@pytest.mark.parametrize(("view", "fmt"), [("decisions", "verl"), ("preferences", "verl"), ("turns", "art"),
+@pytest.mark.parametrize(("view", "fmt"), [("decisions", "verl"), ("preferences", "verl"), ("triplets", "verl"), ("turns", "art"),
                                            ("traces", "art")])
 def test_a_format_that_does_not_fit_the_view_is_refused(runs, tmp_path, view, fmt):
     base, _ = runs

@@ -144,6 +144,8 @@ def art(path: str, tokenizer_dir: str | None) -> dict[str, Any]:
                                                                       tools=t.tools)],
                         advantage=1.0, allow_training_without_logprobs=allow, trajectory=t)
                     rl[str(allow)] = [[tid for tid, m in zip(r.token_ids, r.assistant_mask) if m] for r in results]
+                    rl[f"{allow}_logprobs"] = [[lp for lp, m in zip(r.logprobs, r.assistant_mask) if m]
+                                               for r in results]
                 except RuntimeError as exc:
                     rl[str(allow)] = f"RuntimeError: {exc}"
             entry = {"metadata": t.metadata, "logs": t.logs, "tools": [x["function"]["name"] for x in t.tools or []],
