@@ -12,6 +12,7 @@ from typing import Any
 
 from ..tracefiles import ContentIndex
 from .analysis import VIEWS, Config, prepare
+from .art import art_rows
 from .groups import BUILDERS as GROUP_BUILDERS
 from .groups import NotABranch
 from .lightning import triplet_rows
@@ -58,8 +59,6 @@ def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str
 
 def trainer_rows(trainer: str):
     """The builder of a trainer format whose rows are made per trace (not from a view's rows)."""
-    from .art import art_rows
-
     return {"art": art_rows}[trainer]
 
 
