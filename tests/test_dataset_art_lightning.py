@@ -124,12 +124,49 @@ def _autogen(directory: Path, team: str) -> Path:
     return directory
 
 
+def _trimming(directory: Path) -> Path:
+    """A create_react_agent whose pre_model_hook keeps the first message and the last two: its model
+    calls add(1, 2), then add(3, 4), then answers; the third call's prompt lacks the first call and its result."""
+    import warnings
+
+    from langchain_core.messages import HumanMessage
+    from langchain_core.tools import tool
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+    from orch_otel.integrations.langgraph.testing import FakeToolCallingModel, ai, tool_call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def trim(state):
+        messages = state["messages"]
+        return {"llm_input_messages": messages if len(messages) <= 3 else [messages[0], *messages[-2:]]}
+
+    model = FakeToolCallingModel(model_name="trimmer-llm", responses=[
+        ai(tool_calls=[tool_call("add", {"a": 1, "b": 2}, "call_1")]),
+        ai(tool_calls=[tool_call("add", {"a": 3, "b": 4}, "call_2")]), ai("3 and 7")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        agent = create_react_agent(model, [add], name="trimmer", pre_model_hook=trim)
+    record_instrumented(directory, LangGraphInstrumentor(),
+                        lambda: agent.invoke({"messages": [HumanMessage("add 1 and 2, then 3 and 4")]}))
+    return directory
+
+
+TRIMMING = {"trimmer": [call("add", a=1, b=2), call("add", a=3, b=4), say("3 and 7")]}
+
+
 @pytest.fixture(scope="module")
 def runs(branches, tmp_path_factory):
     """app name -> (trace folder, truth, tools offered)."""
     base = tmp_path_factory.mktemp("autogen")
     return {
         "langgraph-supervisor": (branches[0] / "recorded", SUPERVISOR, SUPERVISOR_TOOLS),
+        "langgraph-trimming": (_trimming(base / "trimming"), TRIMMING, {"trimmer": ["add"]}),
         "autogen-selector": (_autogen(base / "selector", "selector_team"), SELECTOR, None),
         "autogen-weather": (_autogen(base / "weather", "weather_round_robin"), WEATHER, WEATHER_TOOLS),
     }
@@ -145,7 +182,7 @@ def _decode(tokenizer_dir: str, ids: list[int]) -> str:
     return AutoTokenizer.from_pretrained(tokenizer_dir).decode(ids)
 
 
-APPS = ["langgraph-supervisor", "autogen-selector", "autogen-weather"]
+APPS = ["langgraph-supervisor", "langgraph-trimming", "autogen-selector", "autogen-weather"]
 
 
 # -- agent-lightning ----------------------------------------------------------------------------
@@ -175,10 +212,11 @@ def test_agent_lightning_trains_each_reply_of_each_agent_once(runs, app, tmp_pat
 
 # agents whose calls extend each other within an episode: the LangGraph workers' second call reads their tool's
 # result; AutoGen's reflection on a tool result is offered no tools, so its prompt renders otherwise from the start
-MERGED = {"langgraph-supervisor": {"math_expert", "research_expert"}, "autogen-weather": set()}
+MERGED = {"langgraph-supervisor": {"math_expert", "research_expert"}, "autogen-weather": set(),
+          "langgraph-trimming": {"trimmer"}}
 
 
-@pytest.mark.parametrize("app", ["langgraph-supervisor", "autogen-weather"])
+@pytest.mark.parametrize("app", ["langgraph-supervisor", "langgraph-trimming", "autogen-weather"])
 def test_agent_lightning_trajectory_level_merges_as_trajectories_does(runs, app, tmp_path, local_tokenizer):
     """agent-lightning's own exact-prefix merge of the per-call triplets equals ``--trajectories``;
     the masked-in tokens are the agent's replies, the masked-out ones what came between them."""
@@ -235,9 +273,15 @@ def test_a_tokenizer_that_cannot_load_is_a_usage_error(runs, tmp_path, capsys):
 
 # -- OpenPipe ART -------------------------------------------------------------------------------
 
+_LOADED: dict[tuple[str, str | None], dict] = {}  # ART's view of one folder's rows: several tests read it
+
+
 def _art(directory: Path, tmp_path: Path, tokenizer: str | None = None) -> dict:
-    build([directory], tmp_path, Config(view="chat", tokenizer=tokenizer), fmt="art")
-    return trainer("art", str(tmp_path / "chat.art.jsonl"), *([tokenizer] if tokenizer else []))
+    key = (str(directory), tokenizer)
+    if key not in _LOADED:
+        build([directory], tmp_path, Config(view="chat", tokenizer=tokenizer), fmt="art")
+        _LOADED[key] = trainer("art", str(tmp_path / "chat.art.jsonl"), *([tokenizer] if tokenizer else []))
+    return _LOADED[key]
 
 
 def _choices(trajectory: dict) -> list[tuple[str, list]]:
@@ -261,14 +305,37 @@ def test_art_loader_gives_one_choice_per_reply_in_the_main_history(runs, app, tm
     assert trained == want
 
 
+@pytest.mark.parametrize(("app", "agent", "want"), [
+    # the third call's prompt was trimmed: it does not extend the first two
+    ("langgraph-trimming", "trimmer", [[("", ["add"]), ("", ["add"])], [("3 and 7", [])]]),
+    # each selection sends one fresh system message: a trajectory per selection
+    ("autogen-selector", "SelectorGroupChat", [[("planner", [])], [("coder", [])]]),
+    # the supervisor's later episodes continue its conversation
+    ("langgraph-supervisor", "supervisor", [[("", ["transfer_to_math_expert"]), ("", ["transfer_to_research_expert"]),
+                                             ("all done", [])]]),
+])
+def test_art_starts_a_trajectory_where_the_prompt_does_not_extend(runs, app, agent, want, tmp_path, local_tokenizer):
+    loaded = _art(runs[app][0], tmp_path, local_tokenizer)
+    got = [_choices(t) for t in loaded["groups"][0]["trajectories"] if t["metadata"]["agent"] == agent]
+    assert got == want
+
+
+# ART's SFT trains every assistant message of a trajectory: a prompt that starts with the agent's earlier reply
+# (the trimmer's third call reads its second reply, not its first) trains that reply again. ART has no
+# per-message mask; metadata.context_assistant_messages counts them (docs/datasets.md, the art format).
+SFT_AGAIN = {"langgraph-trimming": [("trimmer", call("add", a=3, b=4))]}
+
+
 @pytest.mark.parametrize("app", APPS)
 def test_art_rl_and_sft_train_exactly_the_replies(runs, app, tmp_path, local_tokenizer):
     """ART RL (``assemble_vllm_training_sequences``) trains the Choices' token ids, with
     ``allow_training_without_logprobs`` since retokenized ids have no logprobs (and
-    the rows say so); ART SFT (``tokenize_sft_batch``) trains the same replies."""
+    the rows say so); ART SFT (``tokenize_sft_batch``) trains the same replies,
+    and again those the rows flag."""
     directory, truth, _ = runs[app]
     loaded = _art(directory, tmp_path, local_tokenizer)
     sft: Counter = Counter()
+    flagged = 0
     for t in loaded["groups"][0]["trajectories"]:
         agent = t["metadata"]["agent"]
         choice_ids = [i["token_ids"] for i in t["items"] if i["choice"]]
@@ -277,10 +344,12 @@ def test_art_rl_and_sft_train_exactly_the_replies(runs, app, tmp_path, local_tok
         assert [x for seq in t["rl"]["True"] for x in seq] == [x for ids in choice_ids for x in ids]
         assert t["rl"]["False"] == [] and t["metadata"]["art_rl"] is False
         assert "allow_training_without_logprobs=True" in t["logs"][0]
-        assert t["metadata"]["context_assistant_messages"] == 0
+        flagged += t["metadata"]["context_assistant_messages"]
         for reply in t["sft_trained_text"].split("<|im_end|>\n")[:-1]:
             sft[agent, _hashable(parsed(reply + "<|im_end|>\n"))] += 1
-    assert sft == Counter((a, _hashable(r)) for a, replies in truth.items() for r in replies)
+    want = Counter((a, _hashable(r)) for a, replies in truth.items() for r in replies)
+    again = Counter((a, _hashable(r)) for a, r in SFT_AGAIN.get(app, []))
+    assert sft == want + again and flagged == sum(again.values())
 
 
 def test_art_without_token_ids_is_for_sft_only(runs, tmp_path):
