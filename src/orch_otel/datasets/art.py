@@ -39,8 +39,8 @@ from .tokenize import CallTokens
 
 SFT_ONLY = ("orch-otel: no token ids were captured for these replies and no --tokenizer was given: this trajectory "
             "is for ART SFT only (ART RL needs prompt_token_ids, token_ids and logprobs on each Choice)")
-NO_LOGPROBS = ("orch-otel: token ids retokenized offline, no logprobs: ART RL takes these Choices only with "
-               "allow_training_without_logprobs=True")
+NO_LOGPROBS = ("orch-otel: token ids without logprobs (retokenized with --tokenizer, or not returned by the server): "
+               "ART RL takes these Choices only with allow_training_without_logprobs=True")
 
 
 def _key(m: dict[str, Any]) -> tuple[Any, ...]:
