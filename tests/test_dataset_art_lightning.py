@@ -30,7 +30,7 @@ from orch_otel.cli import main
 from orch_otel.datasets import Config, TokensMissing, build
 from orch_otel.datasets.art import _choice, group_line
 from orch_otel.datasets.lightning import _Sample
-from orch_otel.datasets.tokenize import CallTokens
+from orch_otel.datasets.tokenize import CallTokens, captured
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv-trainers312" / "bin" / "python"
@@ -250,6 +250,15 @@ def test_trajectories_put_zero_logprobs_on_inserted_context():
     assert (sample.prompt, sample.response, sample.mask, sample.log_probs) == (
         [1, 2], [3, 4, 7, 8, 9], [1, 1, 0, 0, 1], [-0.5, -0.25, 0.0, 0.0, -1.0])
     assert not sample.extend({"event_id": "e3"}, third) and sample.event_ids == ["e1", "e2"]
+
+
+def test_captured_ids_are_taken_as_the_server_sent_them():
+    """The turns row keys the token capture fills; logprobs that do not match the ids are dropped, as
+    agent-lightning's trainer drops them (rollout_adapter: a wrong length becomes None)."""
+    row = {"prompt_token_ids": [1, 2], "response_token_ids": [3, 4], "response_logprobs": [-0.5, -0.25]}
+    assert captured(row) == CallTokens([1, 2], [3, 4], [-0.5, -0.25], "captured")
+    assert captured({**row, "response_logprobs": [-0.5]}).log_probs is None
+    assert captured({**row, "prompt_token_ids": None}) is None  # no ids: retokenize or refuse
 
 
 def test_triplets_are_refused_without_token_ids(runs, tmp_path, capsys):
