@@ -70,7 +70,7 @@ def _as_branch(trace: dict, group: int, reward: float) -> None:
     trace["rewards"] = {**trace["rewards"], "bench": reward}
 
 
-def _timed(path: Path, out: Path, view: str, fmt: str, engine: str) -> tuple[Any, float]:
+def _timed(path: Path, out: Path, view: str, fmt: str, engine: str, tokenizer: str | None = None) -> tuple[Any, float]:
     ray = None
     if engine == "ray":  # as on a running cluster: Ray is up, its worker processes start on demand (in the clock)
         import ray
@@ -78,7 +78,7 @@ def _timed(path: Path, out: Path, view: str, fmt: str, engine: str) -> tuple[Any
         ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         start = time.perf_counter()
-        summary = build([path.parent], out, Config(view=view), fmt=fmt, engine=engine)
+        summary = build([path.parent], out, Config(view=view, tokenizer=tokenizer), fmt=fmt, engine=engine)
         return summary, time.perf_counter() - start
     finally:
         if ray is not None:
@@ -88,10 +88,14 @@ def _timed(path: Path, out: Path, view: str, fmt: str, engine: str) -> tuple[Any
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=100_000)
-    parser.add_argument("--views", default=",".join(VIEWS))
+    parser.add_argument("--views", default=None,
+                        help="default: every view (triplets only with --tokenizer: the recorded runs have no token ids)")
+    parser.add_argument("--tokenizer", help="a Hugging Face tokenizer for the triplets view (--tokenizer of the command)")
     parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet", "hf"])
     parser.add_argument("--engines", default="local,ray", help="local, ray or both (ray is left out when not installed)")
     args = parser.parse_args(argv)
+    if args.views is None:
+        args.views = ",".join(v for v in VIEWS if v != "triplets" or args.tokenizer)
     engines = [e for e in args.engines.split(",") if e != "ray" or importlib.util.find_spec("ray") is not None]
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
@@ -104,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         for view in args.views.split(","):
             took, rows = {}, set()
             for engine in engines:
-                summary, took[engine] = _timed(path, tmp_path / engine, view, args.format, engine)
+                summary, took[engine] = _timed(path, tmp_path / engine, view, args.format, engine,
+                                               args.tokenizer if view == "triplets" else None)
                 rows.add(summary.rows_written)
             if len(rows) != 1:
                 raise SystemExit(f"{view}: the engines wrote different numbers of rows: {sorted(rows)}")

@@ -149,3 +149,12 @@ def columnar_everywhere(monkeypatch):
     from orch_otel.offline import readers
 
     monkeypatch.setattr(readers, "MIN_FILE_BYTES", 0)
+
+
+@pytest.fixture(scope="session")
+def local_tokenizer(tmp_path_factory) -> str:
+    """A tokenizer folder made here (tests/tokenizer_support.py), for ``--tokenizer``: no hub download."""
+    pytest.importorskip("transformers", reason="--tokenizer needs the optional extra: pip install 'orch-otel[tokenize]'")
+    from tokenizer_support import build_tokenizer
+
+    return str(build_tokenizer(tmp_path_factory.mktemp("tokenizer")))

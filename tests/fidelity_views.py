@@ -16,7 +16,7 @@ to the rows that view wrote for the run. What each view must show:
   ``tool`` message answers a call made earlier in the row; the trainable
   assistant messages are that agent's turns, their tool calls exactly its
   true ones; nothing but assistant messages is trainable;
-- triplets: as turns (``metadata.output_tool_calls``, the prompt).
+- triplets: as turns (``response.tool_calls``, ``prompt.messages``).
 
 ``skip`` names facts another branch provides (``options``, ``stop``), for a
 test that runs before they are merged.
@@ -174,13 +174,13 @@ def _chat_errors(rows: list[dict[str, Any]], truth: Truth, turns: list[dict[str,
 def _triplet_errors(rows: list[dict[str, Any]], truth: Truth) -> list[str]:
     errors = []
     want = _want_per_agent(truth)
-    got = _per_agent(rows, lambda r: r["metadata"]["agent_name"],
-                     lambda r: _calls(r["metadata"].get("output_tool_calls")))
+    got = _per_agent(rows, lambda r: r["metadata"]["agent_name"], lambda r: _calls(r["response"]["tool_calls"]))
     if got != want:
         errors.append(f"triplets: output_tool_calls per agent expected {want}, got {got}")
     for r in rows:
         md = r["metadata"]
-        errors += _prompt_errors(f"triplet {md['event_id']} ({md['agent_name']})", r["prompt"], truth, md["agent_name"])
+        errors += _prompt_errors(f"triplet {md['event_id']} ({md['agent_name']})", r["prompt"]["messages"], truth,
+                                 md["agent_name"])
     return errors
 
 

@@ -19,10 +19,19 @@ def _views(tmp_path, instrumentor, run) -> dict[str, list[dict]]:
     (trace,) = record_instrumented(tmp_path / "traces", instrumentor, run)
     out = {}
     for view in VIEWS:
-        summary = build([tmp_path / "traces"], tmp_path / view, Config(view=view))
+        # triplets are token ids: no ids were captured here, so a tokenizer made in the test makes them
+        tokenizer = _tokenizer(tmp_path / "tokenizer") if view == "triplets" else None
+        summary = build([tmp_path / "traces"], tmp_path / view, Config(view=view, tokenizer=tokenizer))
         assert summary.traces_used == 1 and summary.traces_skipped == 0
         out[view] = [json.loads(line) for line in (tmp_path / view / f"{view}.jsonl").read_text().splitlines()]
     return out
+
+
+def _tokenizer(directory) -> str:
+    pytest.importorskip("transformers", reason="needs the optional extra: pip install 'orch-otel[tokenize]'")
+    from tokenizer_support import build_tokenizer
+
+    return str(build_tokenizer(directory))
 
 
 def _langgraph():

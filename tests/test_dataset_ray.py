@@ -62,9 +62,11 @@ def _rejects(folder, view) -> list[str]:
 
 
 @pytest.mark.parametrize("view", TRACE_VIEWS)
-def test_ray_output_is_identical_to_local(ray_cluster, small_ranges, inputs, tmp_path, view):
+def test_ray_output_is_identical_to_local(ray_cluster, small_ranges, inputs, tmp_path, view, request):
     base, outcomes, edges, _ = inputs
-    config = Config(view=view, outcomes=outcomes)
+    # triplets are token ids: none were captured in these runs, a tokenizer made in the tests makes them
+    tokenizer = request.getfixturevalue("local_tokenizer") if view == "triplets" else None
+    config = Config(view=view, outcomes=outcomes, tokenizer=tokenizer)
     local = build([base / "a", base / "b"], tmp_path / "local", config)
     remote = build([base / "a", base / "b"], tmp_path / "ray", config, engine="ray")
     assert local.rows_written > 0 and local.rejects == 4

@@ -1,8 +1,7 @@
 """The trainers' own formats: ``verl`` (the Parquet rows verl's RLHFDataset
 reads: data_source, prompt, ability, reward_model {style, ground_truth},
-extra_info) and ``art`` (OpenPipe ART trajectories: messages_and_choices,
-tools, additional_histories, reward, metrics, metadata), on the recorded
-supervisor run and the hand-made branches of tests/fixtures/branches.py."""
+extra_info), on the recorded supervisor run and the hand-made branches of
+tests/fixtures/branches.py. ART: tests/test_dataset_art_lightning.py."""
 
 from __future__ import annotations
 
@@ -15,8 +14,6 @@ from orch_otel.cli import main
 from orch_otel.datasets import Config, ContentMissing, build
 
 VERL_FIELDS = ["data_source", "prompt", "ability", "reward_model", "extra_info"]
-ART_FIELDS = {"messages_and_choices", "tools", "additional_histories", "reward", "metrics", "metadata"}
-CHOICE_FIELDS = {"finish_reason", "index", "logprobs", "message"}  # OpenAI's Choice, what ART trains on
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +26,7 @@ def _rows(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("view", ["turns", "chat", "triplets", "groups"])
+@pytest.mark.parametrize("view", ["turns", "chat", "groups"])  # triplets are token ids (agent-lightning)
 def test_verl_rows_have_exactly_verls_fields(runs, tmp_path, view):
     pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
     base, _ = runs
@@ -81,42 +78,7 @@ def test_verl_groups_carry_the_option_and_advantage(runs, tmp_path):
     assert [(m["role"], m["content"]) for m in research["prompt"]] == [("user", "add 1 and 2, then look up otel")]
 
 
-def test_art_one_trajectory_per_trace_with_sub_agents_as_additional_histories(runs, tmp_path):
-    base, info = runs
-    summary = build([base / "recorded"], tmp_path, Config(view="chat"), fmt="art")
-    (trajectory,) = _rows(tmp_path / "chat.art.jsonl")
-    assert summary.rows_written == 1
-    assert set(trajectory) == ART_FIELDS
-    # main history: the supervisor's first episode; then its two later ones and the two experts' (5 episodes)
-    assert trajectory["metadata"]["agent"] == "supervisor" and trajectory["metadata"]["episode"] == 0
-    assert len(trajectory["additional_histories"]) == 4
-    assert trajectory["metrics"]["episodes"] == 5
-    assert trajectory["metadata"]["trace_id"] == info["source"]["trace_id"]
-    assert trajectory["reward"] == 0.0 and trajectory["metadata"]["reward_recorded"] is False  # the run emitted none
-    main_history = trajectory["messages_and_choices"]
-    assert main_history[0] == {"role": "user", "content": "add 1 and 2, then look up otel"}
-    choice = main_history[1]  # the supervisor's own reply: a Choice, trained
-    assert set(choice) == CHOICE_FIELDS and choice["finish_reason"] == "tool_calls"
-    assert choice["message"]["tool_calls"][0]["function"]["name"] == "transfer_to_math_expert"
-    tools = {t["function"]["name"] for t in trajectory["tools"]}
-    assert tools == {"transfer_to_math_expert", "transfer_to_research_expert"}
-    for history in trajectory["additional_histories"]:
-        assert set(history) == {"messages_and_choices", "tools"}
-        for item in history["messages_and_choices"]:
-            assert set(item) == CHOICE_FIELDS or ("role" in item and "trainable" not in item and "weight" not in item)
-    math_history = trajectory["additional_histories"][0]["messages_and_choices"]
-    assert math_history[-1]["message"] == {"role": "assistant", "content": "1 + 2 = 3"}
-
-
-def test_art_reward_is_the_trace_reward(runs, tmp_path):
-    base, _ = runs
-    build([base / "captured"], tmp_path, Config(view="chat"), fmt="art")
-    by = {t["metadata"]["trace_id"]: t for t in _rows(tmp_path / "chat.art.jsonl")}
-    assert by["b-math"]["reward"] == 1.0 and by["b-stop"]["reward"] == 0.5
-    assert by["b-math"]["metadata"]["reward_recorded"] is True
-
-
-@pytest.mark.parametrize(("view", "fmt"), [("decisions", "verl"), ("preferences", "verl"), ("turns", "art"),
+@pytest.mark.parametrize(("view", "fmt"), [("decisions", "verl"), ("preferences", "verl"), ("triplets", "verl"), ("turns", "art"),
                                            ("traces", "art")])
 def test_a_format_that_does_not_fit_the_view_is_refused(runs, tmp_path, view, fmt):
     base, _ = runs

@@ -3,6 +3,7 @@ decisions, turns, chat, triplets and re-written traces, with metrics and credit.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 
@@ -11,6 +12,7 @@ from conftest import check_trace
 from fixtures.dataset_runs import record, standard_runs
 
 from orch_otel.datasets import Config, ContentMissing, Outcomes, build
+from orch_otel.datasets import Config as _Config
 from orch_otel.tracefiles import read_lines
 
 ROLES = {"system", "user", "assistant", "tool"}
@@ -213,13 +215,15 @@ def test_decisions_parquet_loads_with_typed_columns(recorded, tmp_path):
     assert ds["reward"] == [r["reward"] for r in want]
 
 
-def test_triplets_view(recorded, tmp_path):
-    _, rows = _view(recorded, tmp_path, "triplets")
+def test_triplets_view(recorded, tmp_path, local_tokenizer):
+    _, rows = _view(recorded, tmp_path, "triplets", tokenizer=local_tokenizer)
     assert all(set(r) == {"prompt", "response", "reward", "metadata"} for r in rows)
     first = rows[0]
     assert first["metadata"]["agent_name"] == "planner" and first["reward"] == 1.0
-    assert first["prompt"][-1] == {"role": "user", "content": "what is 6 times 7?"}
-    assert first["response"] == "planner on: what is 6 times 7?"
+    assert first["prompt"]["messages"][-1] == {"role": "user", "content": "what is 6 times 7?"}
+    assert first["response"]["text"] == "planner on: what is 6 times 7?"
+    assert first["prompt"]["token_ids"] and first["response"]["token_ids"]
+    assert first["metadata"]["token_source"] == "retokenized" and first["response"]["log_probs"] is None
     assert {"credit_broadcast", "credit_discounted", "credit_per_agent"} <= set(first["metadata"])
 
 
@@ -232,11 +236,15 @@ def test_content_views_with_strict_fail_clearly_without_captured_content(recorde
 
 
 @pytest.mark.parametrize("view", ["chat", "triplets"])
-def test_content_views_skip_and_name_traces_without_captured_content(recorded, tmp_path, view):
+def test_content_views_skip_and_name_traces_without_captured_content(recorded, tmp_path, view, request):
     """The content of one trace's LLM calls is lost (its lines removed from the
     store): that trace gives no rows, the others are written as before, and the
     summary counts and names the skipped trace."""
     base, traces = recorded
+    if view == "triplets":  # token ids: none were captured here, a tokenizer makes them
+        Config = functools.partial(_Config, tokenizer=request.getfixturevalue("local_tokenizer"))
+    else:
+        Config = _Config
     damaged = tmp_path / "damaged"
     shutil.copytree(base / "captured", damaged)
     lost = traces["research-1"]

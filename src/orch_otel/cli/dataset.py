@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--view", required=True, choices=VIEWS, help="which rows to build")
     p.add_argument("--format", default="jsonl", choices=FORMATS,
                    help="jsonl (default), parquet, hf (save_to_disk), or a trainer's own: verl (Parquet: chat, turns, "
-                   "triplets, groups) or art (ART trajectories: chat)")
+                   "groups) or art (ART trajectory groups: chat)")
     p.add_argument("--engine", default="local", choices=ENGINES, help="local (default, streaming) or ray (Ray tasks, a byte range each)")
     p.add_argument("--outcomes", metavar="FILE", help="JSONL or CSV outcomes keyed by trace_id or task_id")
     p.add_argument("--allow-unknown-outcomes", action="store_true",
@@ -51,6 +51,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="USD per million input:output tokens of MODEL, for the cost_usd metric (repeatable)")
     p.add_argument("--validate", action="store_true",
                    help="also check each trace against the full schema and contract (slower)")
+    p.add_argument("--tokenizer", metavar="PATH_OR_NAME",
+                   help="triplets, art: tokenize prompts and replies whose token ids were not captured with this "
+                   "Hugging Face tokenizer's chat template (rows marked token_source 'retokenized'; needs "
+                   "orch-otel[tokenize])")
+    p.add_argument("--trajectories", action="store_true",
+                   help="triplets: merge an agent episode's calls whose prompt ids extend the previous prompt and "
+                   "response into one sample (prompt_ids, response_ids, response_mask, response_logprobs)")
     p.add_argument("--strict", action="store_true",
                    help="chat / triplets / preferences, verl / art: fail on a trace without captured content "
                    "(default: skip and count it)")
@@ -83,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             outcomes=Outcomes.load(args.outcomes) if args.outcomes else None,
             validate=args.validate,
             prices=_prices(args.price),
+            tokenizer=args.tokenizer,
+            trajectories=args.trajectories,
         )
     except (OutcomeError, RewardSpecError, ValueError, OSError) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -131,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
                          if summary.conflicting_duplicates else ""))
     if summary.traces_skipped:
         ids = summary.skipped_trace_ids
-        table.add_row("traces skipped (no captured content)",
+        why = "no captured content" + (", or no token ids" if summary.traces_without_tokens else "")
+        table.add_row(f"traces skipped ({why})",
                       f"{summary.traces_skipped}: " + ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else ""))
     if summary.view in ("groups", "preferences"):
         table.add_row("groups of branches", str(summary.groups))

@@ -17,6 +17,7 @@ from .analysis import VIEWS, Config
 from .credit import STRATEGIES, UNITS
 from .engine import ENGINES, AllRejected, DatasetSummary, NoBranches, NoTraces, build
 from .rewards import OutcomeError, Outcomes, RewardSpec, RewardSpecError
+from .tokenize import TokensMissing
 from .views import ContentMissing
 from .writers import FORMATS
 
@@ -36,6 +37,7 @@ __all__ = [
     "Outcomes",
     "RewardSpec",
     "RewardSpecError",
+    "TokensMissing",
     "build",
 ]
 

@@ -31,6 +31,10 @@ class Config:
     # a trace without captured content is skipped (or fails with strict) as in chat;
     # build() sets it for the trainer formats (verl, art), whose rows are prompts
     need_content: bool = False
+    # token ids for the triplets view and the art format when none were captured (datasets/tokenize.py)
+    tokenizer: str | None = None
+    trajectories: bool = False  # triplets: merge an episode's calls whose prompt ids extend (datasets/lightning.py)
+    trainer: str | None = None  # set by build(): a trainer format whose rows are made per trace ("art")
 
     def __post_init__(self) -> None:
         if self.view not in VIEWS:
@@ -40,6 +44,8 @@ class Config:
             raise ValueError(f"unknown credit strategy {bad}; choose from {', '.join(STRATEGIES)}")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        if self.trajectories and self.view != "triplets":
+            raise ValueError(f"trajectories merges the calls of the triplets view, not the {self.view} view")
 
     @property
     def outcome_fields(self) -> list[str]:

@@ -26,7 +26,8 @@ from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
 from .rows import is_own_output, process_line
 from .schema import columns
-from .trainers import CONTENT_FORMATS
+from .tokenize import TokensMissing, load_tokenizer
+from .trainers import CONTENT_FORMATS, TRAINER_ROWS
 from .views import ContentMissing
 from .writers import check_format, open_writer, output_path, partial_path
 
@@ -63,6 +64,7 @@ class DatasetSummary:
     unknown_outcomes: list[str] = field(default_factory=list)
     traces_skipped: int = 0  # chat / triplets: traces whose LLM calls have no captured content
     skipped_trace_ids: list[str] = field(default_factory=list)
+    traces_without_tokens: int = 0  # of traces_skipped: triplets / art RL ids neither captured nor --tokenizer given
     traces_not_branches: int = 0  # groups / preferences: traces without a fork event, skipped (not rejected)
     groups: int = 0  # groups / preferences: the groups of branches read
 
@@ -158,6 +160,10 @@ def build(
     check_format(config.view, fmt)
     if fmt in CONTENT_FORMATS and not config.need_content:  # a trainer's rows are prompts: content is needed
         config = dataclasses.replace(config, need_content=True)
+    if fmt in TRAINER_ROWS:  # rows made per trace by the trainer format itself (datasets/art.py)
+        config = dataclasses.replace(config, trainer=fmt)
+    if config.tokenizer is not None:  # a wrong --tokenizer fails here, not as a reject per trace
+        load_tokenizer(config.tokenizer)
     names = [str(p) for p in inputs]
     for path in names:
         if not Path(path).exists():
@@ -244,6 +250,7 @@ class _Intake:
         self.copies = _FirstCopies()
         self.lookup = LineLookup()
         self.members: list[tuple[tuple[str, str], dict[str, Any]]] | None = [] if config.view in GROUP_VIEWS else None
+        self.tokens_missing: str | None = None  # the reason a trace had no token ids (the last one seen)
 
     def take(self, result: dict[str, Any]) -> None:
         summary, quarantine = self.summary, self.quarantine
@@ -266,8 +273,12 @@ class _Intake:
             self._seen(result)
         elif "missing_content" in result:
             summary.traces_read += 1
+            error = TokensMissing if result.get("missing_tokens") else ContentMissing
             if self.strict:
-                raise ContentMissing(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
+                raise error(result["missing_content"] + " (strict: without it, such traces are skipped and counted)")
+            if error is TokensMissing:
+                summary.traces_without_tokens += 1
+                self.tokens_missing = result["missing_content"]
             summary.traces_skipped += 1
             summary.skipped_trace_ids.append(result["trace_id"])
             self.missing_content = result["missing_content"]
@@ -324,6 +335,9 @@ class _Intake:
             raise NoBranches(f"none of the {summary.traces_read} trace(s) read is a branch of a fork (no event has a "
                              f"`fork` field): the {config.view} view is built from the branches that "
                              "`orch-otel replay TRACES --app MODULE:FACTORY --fork EVENT_ID --choose-each` writes")
+        if not summary.traces_used and self.tokens_missing is not None:  # rows without ids would train on nothing
+            raise TokensMissing(f"no trace read has token ids ({summary.traces_without_tokens} without): "
+                                + self.tokens_missing)
         if not summary.traces_used and summary.traces_skipped:
             # zero rows must not look like success: every trace lacked the content this view needs
             raise ContentMissing(f"none of the {summary.traces_read} trace(s) read has the captured content the "

@@ -12,13 +12,16 @@ from typing import Any
 
 from ..tracefiles import ContentIndex
 from .analysis import VIEWS, Config, prepare
+from .art import art_rows
 from .groups import BUILDERS as GROUP_BUILDERS
 from .groups import NotABranch
+from .lightning import triplet_rows
 from .reader import BadTrace, RawLine, parse_trace
+from .tokenize import TokensMissing
 from .views import BUILDERS as TRACE_BUILDERS
 from .views import ContentMissing
 
-BUILDERS = {**TRACE_BUILDERS, **GROUP_BUILDERS}
+BUILDERS = {**TRACE_BUILDERS, "triplets": triplet_rows, **GROUP_BUILDERS}
 
 _REF_KEYS = ("content_ref", "input_ref", "tools_ref")
 
@@ -36,9 +39,10 @@ def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str
         return {**base, "reject": "nested too deeply to check", "line": line.raw.decode("utf-8", "replace")}
     try:
         prepared = prepare(trace, config)
-        rows = BUILDERS[config.view](prepared, config, store)
-    except ContentMissing as exc:
-        return {**base, **_identity(trace, line), "missing_content": str(exc)}
+        rows = (trainer_rows(config.trainer) if config.trainer else BUILDERS[config.view])(prepared, config, store)
+    except ContentMissing as exc:  # TokensMissing too: the same skip, told apart for the summary
+        return {**base, **_identity(trace, line), "missing_content": str(exc),
+                **({"missing_tokens": True} if isinstance(exc, TokensMissing) else {})}
     except NotABranch:
         return {**base, **_identity(trace, line), "not_branch": True}
     except Exception as exc:  # a trace the views cannot read is kept aside, never dropped
@@ -51,6 +55,11 @@ def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str
         refs = {e[k] for e in trace["events"] for k in _REF_KEYS if type(e.get(k)) is str}
         result["contents"] = [[ref, text] for ref in sorted(refs) if (text := store.get(ref)) is not None]
     return result
+
+
+def trainer_rows(trainer: str):
+    """The builder of a trainer format whose rows are made per trace (not from a view's rows)."""
+    return {"art": art_rows}[trainer]
 
 
 def _identity(trace: dict[str, Any], line: RawLine) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .analysis import Config
 
-# kind names: str, float, int, bool, json, strs (list of strings), action, messages
+# kind names: str, float, int, bool, json, strs / ints / floats (lists), action, messages
 _BASE = [("trace_id", "str"), ("task_id", "str"), ("system", "str"), ("topology", "str")]
 
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -37,7 +37,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("agent", "str"), ("role", "str"), ("episode", "int"), ("messages", "messages"), ("tools", "json"),
         ("reward", "float"), ("credit_unit", "str"),
     ],
-    "triplets": [("prompt", "json"), ("response", "str"), ("reward", "float"), ("metadata", "json")],
+    "triplets": [("prompt", "json"), ("response", "json"), ("reward", "float"), ("metadata", "json")],
     "groups": [
         ("group_id", "str"), ("source_trace_id", "str"), ("fork_event_id", "str"), ("decision", "str"),
         ("agent", "str"), ("role", "str"), ("options", "strs"), ("option", "strs"), ("recorded", "strs"),
@@ -54,8 +54,15 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# triplets with Config.trajectories: merged samples (datasets/lightning.py)
+TRAJECTORY_COLUMNS = [("prompt_ids", "ints"), ("response_ids", "ints"), ("response_mask", "ints"),
+                      ("response_logprobs", "floats"), ("reward", "float"), ("metadata", "json")]
+
+
 def columns(config: Config) -> list[tuple[str, str]]:
     """All columns of the configured view, credit and outcome columns included."""
+    if config.view == "triplets" and config.trajectories:
+        return list(TRAJECTORY_COLUMNS)
     cols = list(COLUMNS[config.view])
     if config.view in ("decisions", "turns", "chat"):
         cols += [(f"credit_{s}", "float") for s in config.strategies]
@@ -80,6 +87,8 @@ def arrow_schema(cols: list[tuple[str, str]]):
         "bool": pa.bool_(),
         "json": pa.json_(),
         "strs": pa.list_(pa.string()),
+        "ints": pa.list_(pa.int64()),
+        "floats": pa.list_(pa.float64()),
         "action": pa.struct([
             ("targets", pa.list_(pa.string())), ("fanout_size", pa.int64()), ("reason", pa.string()),
             ("sources", pa.list_(pa.string())), ("message_type", pa.string()),

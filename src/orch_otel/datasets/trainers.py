@@ -1,7 +1,6 @@
 """Trainers' own formats: view rows as the rows verl's ``RLHFDataset`` reads
-(``data_source``, ``prompt``, ``ability``, ``reward_model``, ``extra_info``)
-and as OpenPipe ART trajectories (``messages_and_choices``, ``tools``,
-``additional_histories``, ``reward``, ``metrics``, ``metadata``). The writers
+(``data_source``, ``prompt``, ``ability``, ``reward_model``, ``extra_info``);
+OpenPipe ART's trajectory groups are made in :mod:`.art`. The writers
 that use them are in :mod:`.writers`; docs/datasets.md says which trainer
 reads which view.
 """
@@ -13,17 +12,17 @@ from typing import Any
 import orjson
 
 FITS = {  # the views each trainer format can hold: their rows start from a prompt
-    "verl": ("chat", "turns", "triplets", "groups"),
+    "verl": ("chat", "turns", "groups"),  # triplets are token ids (agent-lightning): verl reads messages
     "art": ("chat",),
 }
 CONTENT_FORMATS = tuple(FITS)  # their rows are prompts and replies: content capture is needed
+TRAINER_ROWS = ("art",)  # formats whose rows are made per trace by their own builder (datasets/art.py), not a view's
 _MARKS = ("trainable", "weight")
 
 # extra_info's fields per view (kind names of schema.py)
 _COMMON = [("trace_id", "str"), ("task_id", "str"), ("agent", "str"), ("role", "str"), ("reward", "float")]
 VERL_EXTRA: dict[str, list[tuple[str, str]]] = {
     "turns": _COMMON + [("event_id", "str"), ("episode", "int"), ("turn_index", "int")],
-    "triplets": _COMMON + [("event_id", "str"), ("episode", "int"), ("turn_index", "int")],
     "chat": _COMMON + [("episode", "int")],
     "groups": _COMMON + [("group_id", "str"), ("source_trace_id", "str"), ("fork_event_id", "str"), ("decision", "str"),
                          ("option", "strs"), ("recorded", "strs"), ("advantage", "float"),
@@ -47,12 +46,6 @@ def _verl_turn(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[str
     return _plain(row["input_messages"]), _reply_text(row["output"], row["output_tool_calls"]), row
 
 
-def _verl_triplet(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[str, Any]]:
-    meta = row["metadata"]
-    info = {**meta, "agent": meta.get("agent_name"), "reward": row["reward"]}
-    return _plain(row["prompt"]), _reply_text(row["response"], meta.get("output_tool_calls")), info
-
-
 def _verl_chat(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[str, Any]]:
     """The episode's prompt is its conversation up to its first own reply; the ground truth its last reply."""
     messages = row["messages"]
@@ -66,7 +59,7 @@ def _verl_group(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[st
     return _plain(row["prompt"]), orjson.dumps(row["option"]).decode(), row
 
 
-_VERL = {"turns": _verl_turn, "triplets": _verl_triplet, "chat": _verl_chat, "groups": _verl_group}
+_VERL = {"turns": _verl_turn, "chat": _verl_chat, "groups": _verl_group}
 
 
 def verl_rows(view: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,41 +95,3 @@ def verl_schema(view: str):
         ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
         ("extra_info", extra),
     ])
-
-
-def _art_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """This project's chat messages as ART's ``messages_and_choices``: a
-    trainable reply is an OpenAI ``Choice``, every other message a message."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.get("trainable"):
-            message: dict[str, Any] = {"role": "assistant", "content": m["content"]}
-            if m.get("tool_calls"):
-                message["tool_calls"] = m["tool_calls"]
-            out.append({"finish_reason": "tool_calls" if m.get("tool_calls") else "stop", "index": 0,
-                        "logprobs": None, "message": message})
-        else:
-            out.extend(_plain([m]))
-    return out
-
-
-def art_trajectory(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """One trace's ``chat`` rows as one ART trajectory: the first agent
-    episode (in trace order) is the main history, every other episode (the
-    sub-agents', and the first agent's later ones) an additional history."""
-    if not rows:
-        return None
-    main = rows[0]
-    outcomes = {k: v for k, v in main.items() if k.startswith("outcome_") and v is not None}
-    trainable = sum(1 for r in rows for m in r["messages"] if m.get("trainable"))
-    return {
-        "messages_and_choices": _art_messages(main["messages"]),
-        "tools": main["tools"],
-        "additional_histories": [{"messages_and_choices": _art_messages(r["messages"]), "tools": r["tools"]}
-                                 for r in rows[1:]],
-        "reward": main["reward"] if main["reward"] is not None else 0.0,
-        "metrics": {"episodes": len(rows), "trainable_turns": trainable, **outcomes},
-        "metadata": {"trace_id": main["trace_id"], "task_id": main["task_id"], "system": main["system"],
-                     "topology": main["topology"], "agent": main["agent"], "episode": main["episode"],
-                     "reward_recorded": main["reward"] is not None},
-    }

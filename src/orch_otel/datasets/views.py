@@ -7,7 +7,7 @@
 - ``chat``: one conversation per agent episode (TRL / verl ``messages``),
   from that agent's side (other agents' turns are input), its own replies
   marked ``trainable``.
-- ``triplets``: agent-lightning ``{prompt, response, reward, metadata}``.
+- ``triplets`` (agent-lightning's shape, with token ids) is in :mod:`.lightning`.
 
 The cross-trace views (``groups``, ``preferences``: branches of a fork) are
 in :mod:`.groups`.
@@ -306,32 +306,6 @@ def chat_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str
     return rows
 
 
-def triplet_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
-    rows = []
-    credit_keys = [f"credit_{s}" for s in config.strategies]
-    for row in turn_rows(p, config, store, need_content=True):
-        response: Any = row["output"] or ""
-        metadata = {
-            "agent_name": row["agent"],
-            "role": row["role"],
-            "model": row["model"],
-            "trace_id": row["trace_id"],
-            "task_id": row["task_id"],
-            "event_id": row["event_id"],
-            "episode": row["episode"],
-            "turn_index": row["turn_index"],
-            "input_tokens": row["input_tokens"],
-            "output_tokens": row["output_tokens"],
-            "tool_calls": row["tool_calls"],
-            "output_tool_calls": row["output_tool_calls"],
-            **{k: row[k] for k in credit_keys},
-            **p.outcome_columns,
-        }
-        rows.append({"prompt": row["input_messages"] or [], "response": response, "reward": p.reward,
-                     "metadata": {k: v for k, v in metadata.items() if v is not None}})
-    return rows
-
-
 def trace_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     return [p.rewritten(config)]
 
@@ -341,6 +315,5 @@ BUILDERS = {
     "decisions": decision_rows,
     "turns": turn_rows,
     "chat": chat_rows,
-    "triplets": triplet_rows,
 }
 

@@ -19,8 +19,9 @@ import orjson
 
 from .._jsonvalues import unwritable
 from .analysis import VIEWS
+from .art import group_line
 from .schema import arrow_schema
-from .trainers import FITS, art_trajectory, verl_rows, verl_schema
+from .trainers import FITS, verl_rows, verl_schema
 
 FORMATS = ("jsonl", "parquet", "hf", "verl", "art")
 BATCH_ROWS = 2_000
@@ -249,11 +250,29 @@ class VerlWriter(ParquetWriter):
 
 
 class ArtWriter(JsonlWriter):
-    """ART trajectories, one JSON line per trace (:func:`~.trainers.art_trajectory`); ``rows`` counts trajectories."""
+    """ART trajectory groups, one JSON line per group (:mod:`.art`); ``rows`` counts trajectories. A group
+    takes branches from several traces, so trajectories are held (as JSON) until :meth:`finish`."""
+
+    def __init__(self, path: Path, columns: list[tuple[str, str]]):
+        super().__init__(path, columns)
+        self._groups: dict[str, list[bytes]] = {}
 
     def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
-        trajectory = art_trajectory(rows)
-        return super().write([trajectory], tag) if trajectory is not None else []
+        try:
+            data = [orjson.dumps(r) for r in rows]
+        except TypeError as exc:
+            where = unwritable(rows)
+            return [(tag, in_row(where) if where else f"{type(exc).__name__}: {exc}")]
+        for row, line in zip(rows, data):
+            self._groups.setdefault(row["metadata"]["art_group"], []).append(line)
+        self.rows += len(rows)
+        return []
+
+    def finish(self) -> SetAside:
+        for key, trajectories in self._groups.items():
+            self._handle.write(group_line(key, trajectories))
+        self._groups = {}
+        return []
 
 
 def open_writer(outdir: str | os.PathLike[str], view: str, fmt: str, columns: list[tuple[str, str]]):
