@@ -246,7 +246,8 @@ def test_autogen_shapes_views_are_faithful(case, tmp_path):
     wanted = traces[case.trace]["trace_id"]
     views = {}
     for view in VIEWS:
-        summary = build([tmp_path / "traces"], tmp_path / view, Config(view=view))
+        tokenizer = _tokenizer(tmp_path / "tokenizer") if view == "triplets" else None  # as in _views
+        summary = build([tmp_path / "traces"], tmp_path / view, Config(view=view, tokenizer=tokenizer))
         assert summary.traces_used == len(traces) and summary.traces_skipped == 0
         rows = [json.loads(line) for line in (tmp_path / view / f"{view}.jsonl").read_text().splitlines()]
         assert all(_row_trace_id(r) for r in rows), f"{view} rows without a trace id"
