@@ -36,7 +36,8 @@ def test_verl_rows_have_exactly_verls_fields(runs, tmp_path, view):
     summary = build([base / ("captured" if view == "groups" else "recorded")], tmp_path, Config(view=view), fmt="verl")
     table = pq.read_table(tmp_path / f"{view}.verl.parquet")
     assert summary.output.endswith(f"{view}.verl.parquet")
-    assert table.column_names == VERL_FIELDS
+    # chat rows also carry MultiTurnSFTDataset's messages and tools
+    assert table.column_names == VERL_FIELDS + (["messages", "tools"] if view == "chat" else [])
     assert [f.name for f in table.schema.field("reward_model").type] == ["style", "ground_truth"]
     rows = table.to_pylist()
     assert len(rows) == summary.rows_written > 0
@@ -45,6 +46,7 @@ def test_verl_rows_have_exactly_verls_fields(runs, tmp_path, view):
         assert row["reward_model"]["style"] == "rule"
         assert {m["role"] for m in row["prompt"]} <= {"system", "user", "assistant", "tool"}
         assert row["prompt"], "a verl row starts from a prompt"
+    assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))  # unique: verl keys samples by it
 
 
 def test_verl_turns_prompt_and_ground_truth(runs, tmp_path):

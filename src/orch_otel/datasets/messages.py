@@ -162,20 +162,6 @@ def normalize_output(value: Any) -> dict[str, Any]:
     return last
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a["role"] == b["role"] and a["content"] == b["content"]
-
-
-def extend_conversation(conversation: list[dict[str, Any]], incoming: list[dict[str, Any]]) -> None:
-    """Append the part of ``incoming`` (a turn's full input) that the
-    conversation does not already end with: the suffix after their longest
-    common prefix."""
-    k = 0
-    while k < len(conversation) and k < len(incoming) and _same(conversation[k], incoming[k]):
-        k += 1
-    conversation.extend(incoming[k:])
-
-
 def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
     """What identifies an assistant turn across prompts: its text and its tool
     calls (id and name)."""
