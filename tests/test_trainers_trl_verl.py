@@ -1,0 +1,170 @@
+"""TRL and verl train on exactly the right tokens: rows made by orch-otel from
+real instrumented runs (the LangGraph supervisor, AutoGen's SelectorGroupChat
+and a tool-using RoundRobinGroupChat, all on scripted models, content capture
+on; and the supervisor's branches) are fed to the trainers' own code in
+``.venv-trainers`` (TRL 1.16 ``SFTTrainer`` and ``DPOTrainer``, 2 steps each on a
+2-layer random Qwen2; verl 0.9.1 ``RLHFDataset`` and ``MultiTurnSFTDataset``),
+by tests/trainers_venv/trl_verl_check.py. The text of the tokens each trainer
+puts loss on is compared with the replies written in the apps' code.
+
+The venv (see .ci/run): python3.11 -m venv .venv-trainers, then torch==2.13.0
+(the CPU wheel), then TRL, transformers 5.10, verl --no-deps and the few
+modules its dataset code imports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fixtures.branches import make_branches
+from fixtures.dataset_runs import record_instrumented
+
+from orch_otel.datasets import Config, build
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = REPO / ".venv-trainers" / "bin" / "python"
+SCRIPT = Path(__file__).parent / "trainers_venv" / "trl_verl_check.py"
+MISSING = (f"the trainers venv is absent ({PYTHON}); create it as .ci/run does: python3.11 -m venv .venv-trainers "
+           "&& .venv-trainers/bin/pip install torch==2.13.0 && ... (see the block of .ci/run)")
+END = "<|im_end|>\n"  # inside the template's generation marks: trained with the reply
+
+
+def _call(name: str, arguments: dict, text: bool = False) -> str:
+    """A tool call as the template renders it: arguments given as a dict
+    through ``tojson``, given as JSON text (verl's rows) as they are."""
+    rendered = json.dumps(arguments, separators=(",", ":")) if text else json.dumps(arguments)
+    return f'<tool_call>{{"name": "{name}", "arguments": {rendered}}}</tool_call>'
+
+
+def _replies(text: bool = False) -> Counter:
+    """Every reply each agent's scripted model gives in the apps
+    (tests/langgraph_apps.py build_supervisor, tests/autogen_apps.py
+    selector_team, orch_otel.integrations.autogen.testing.weather_round_robin),
+    rendered as the test's chat template renders an assistant turn."""
+    return Counter({
+        ("supervisor", _call("transfer_to_math_expert", {}, text) + END): 1,
+        ("supervisor", _call("transfer_to_research_expert", {}, text) + END): 1,
+        ("supervisor", "all done" + END): 1,
+        ("math_expert", _call("add", {"a": 1, "b": 2}, text) + END): 1,
+        ("math_expert", "1 + 2 = 3" + END): 1,
+        ("research_expert", _call("lookup", {"query": "otel"}, text) + END): 1,
+        ("research_expert", "otel is a standard" + END): 1,
+        ("SelectorGroupChat", "planner" + END): 1,  # the selector's model names the next speaker
+        ("SelectorGroupChat", "coder" + END): 1,
+        ("planner", "Plan: write code" + END): 1,
+        ("coder", "print(1) TERMINATE" + END): 1,
+        ("a", _call("get_weather", {"city": "Paris"}, text) + END): 1,
+        ("a", "It is sunny" + END): 1,
+        ("b", "Thanks TERMINATE" + END): 1,
+    })
+
+
+def _venv() -> None:
+    if not PYTHON.exists():
+        if os.environ.get("CI"):
+            pytest.fail(MISSING)
+        pytest.skip(MISSING)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    _venv()
+    pytest.importorskip("langgraph_supervisor", reason="the supervisor app needs langgraph-supervisor (orch-otel[dev])")
+    pytest.importorskip("autogen_agentchat", reason="needs the optional extra: pip install 'orch-otel[autogen]'")
+    import autogen_apps as apps
+
+    from orch_otel.integrations.autogen import AutoGenInstrumentor
+
+    base = tmp_path_factory.mktemp("trainers")
+    info = make_branches(base / "supervisor")  # supervisor/recorded: the run; supervisor/captured: its branches
+
+    def team(build_team):
+        return lambda: asyncio.run(asyncio.wait_for(build_team().run(task="go"), 30))
+
+    record_instrumented(base / "selector", AutoGenInstrumentor(), team(apps.selector_team))
+    record_instrumented(base / "weather", AutoGenInstrumentor(), team(apps.weather_round_robin))
+    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather"]
+    data = base / "data"
+    build(runs, data, Config(view="chat"), fmt="parquet")
+    build(runs, data, Config(view="chat"), fmt="verl")
+    build(runs, data, Config(view="turns"), fmt="verl")
+    build([base / "supervisor" / "captured"], data, Config(view="preferences"), fmt="parquet")
+    build([base / "supervisor" / "captured"], data, Config(view="groups"), fmt="verl")
+    done = subprocess.run([str(PYTHON), str(SCRIPT), str(data), str(base / "work")], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                            "HF_DATASETS_OFFLINE": "1", "WANDB_DISABLED": "true"})
+    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert done.returncode == 0 and line, f"the trainers' run failed:\n{done.stdout[-4000:]}\n{done.stderr[-8000:]}"
+    return json.loads(line[len("REPORT "):]), info
+
+
+def _trained(rows) -> Counter:
+    return Counter((row["agent"], text) for row in rows for text in row["trained"])
+
+
+def test_trl_sft_trains_each_reply_once_for_its_own_agent(report):
+    got, _ = report
+    steps, *rows = got["trl_sft"]
+    assert steps == {"steps": 2}
+    # every reply of every run, each exactly once, in the row of the agent that gave it
+    assert _trained(rows) == _replies()
+
+
+def test_verl_multiturn_sft_trains_each_reply_once_for_its_own_agent(report):
+    got, _ = report
+    assert _trained(got["verl_sft"]) == _replies(text=True)  # arguments as JSON text: see datasets/verl.py
+    tools = {(r["agent"], tuple(r["tools"])) for r in got["verl_sft"]}
+    assert ("math_expert", ("add",)) in tools and ("research_expert", ("lookup",)) in tools
+    assert ("a", ("get_weather",)) in tools and ("b", ()) in tools
+
+
+def test_trl_sft_row_sees_the_supervisors_earlier_reply_as_its_own_turn(report):
+    """The supervisor's second and third calls read its first reply; that reply
+    is in their prompt as an assistant turn, and trained only in its own row."""
+    got, _ = report
+    supervisor = [r for r in got["trl_sft"][1:] if r["agent"] == "supervisor"]
+    assert [r["trained"] for r in supervisor] == [
+        [_call("transfer_to_math_expert", {}) + END],
+        [_call("transfer_to_research_expert", {}) + END],
+        ["all done" + END]]
+
+
+def test_selector_calls_are_rows_of_their_own(report):
+    """SelectorGroupChat's selector sends one fresh system message per selection:
+    each selection is its own row, holding exactly that prompt and reply."""
+    got, _ = report
+    selections = [r for r in got["verl_rl_chat"] if r["agent"] == "SelectorGroupChat"]
+    assert len(selections) == 2
+    for row in selections:
+        assert row["prompt"].count("<|im_start|>system") == 1
+
+
+def test_trl_dpo_trains_the_choice_with_the_deciders_tools(report):
+    got, info = report
+    steps, *rows = got["trl_dpo"]
+    assert steps == {"steps": 2}
+    delegate = next(r for r in rows if r["group_id"] == info["groups"]["delegate"])
+    assert delegate["chosen"] == _call("transfer_to_math_expert", {}) + END
+    assert delegate["rejected"] == _call("transfer_to_research_expert", {}) + END
+    # the handoff tools are in the rendered prompt: the model sees what it chooses between
+    assert '"name": "transfer_to_math_expert"' in delegate["prompt"]
+    assert '"name": "transfer_to_research_expert"' in delegate["prompt"]
+
+
+@pytest.mark.parametrize("view", ["chat", "turns", "groups"])
+def test_verl_rlhf_dataset_loads_every_row(report, view):
+    got, _ = report
+    rows = got[f"verl_rl_{view}"]
+    assert rows
+    assert sorted(r["index"] for r in rows) == list(range(len(rows)))  # unique
+    by_agent: dict[str, set[str]] = {}
+    for row in rows:
+        by_agent.setdefault(row["agent"], set()).update(row["tool_selection"])
+    if view != "groups":
+        assert by_agent["math_expert"] == {"add"} and by_agent["a"] == {"get_weather"}
+    assert by_agent["supervisor"] == {"transfer_to_math_expert", "transfer_to_research_expert"}
