@@ -144,3 +144,24 @@ def test_trainer_formats_need_captured_content(runs, tmp_path):
         build([base / "refs_only"], tmp_path / "strict", Config(view="turns"), fmt="verl", strict=True)
     with pytest.raises(ContentMissing, match="the groups view needs captured content"):
         build([base / "refs_only"], tmp_path / "strict", Config(view="groups"), fmt="verl", strict=True)
+
+
+def test_a_call_cut_off_before_it_answered_trains_no_empty_reply(runs, tmp_path):
+    """A cancelled run records the LLM call with its prompt and no output
+    (no ``content_ref``): the chat view must not make it an empty trainable reply."""
+    from orch_otel.tracefiles import TraceWriter, load_contents
+
+    base, info = runs
+    trace = json.loads(json.dumps(info["source"]))
+    last = [e for e in trace["events"] if e["type"] == "message" and e.get("channel") == "llm"][-1]
+    assert last["agent"] == "supervisor"
+    del last["content_ref"]  # the supervisor's "all done" call, cut off
+    writer = TraceWriter(tmp_path / "cut")
+    writer.write(trace, load_contents(base / "recorded"))
+    writer.close()
+    build([tmp_path / "cut"], tmp_path, Config(view="chat"))
+    rows = _rows(tmp_path / "chat.jsonl")
+    replies = [m for r in rows for m in r["messages"] if m.get("trainable")]
+    assert replies and all(m["content"] or m.get("tool_calls") for m in replies)
+    assert "all done" not in [m["content"] for m in replies]
+    assert len(replies) == 6  # the 7 calls of the run, less the cut one
