@@ -168,3 +168,11 @@ def test_verl_rlhf_dataset_loads_every_row(report, view):
     if view != "groups":
         assert by_agent["math_expert"] == {"add"} and by_agent["a"] == {"get_weather"}
     assert by_agent["supervisor"] == {"transfer_to_math_expert", "transfer_to_research_expert"}
+
+
+def test_another_agents_turn_keeps_its_speaker_in_a_template_that_drops_name(report):
+    """The test's template, as Qwen's, renders no ``name``: the coder's prompt
+    still says that the plan came from the planner."""
+    got, _ = report
+    (coder,) = [r for r in got["verl_rl_chat"] if r["agent"] == "coder"]
+    assert "<|im_start|>user\nplanner: Plan: write code<|im_end|>" in coder["prompt"]

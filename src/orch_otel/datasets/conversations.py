@@ -28,16 +28,23 @@ TRAINABLE = {"trainable": True, "weight": 1}  # OpenAI fine-tuning reads weight;
 CONTEXT = {"trainable": False, "weight": 0}
 
 
-def with_argument_dicts(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-    """Messages whose tool calls carry ``arguments`` as a JSON object (a dict),
-    as Hugging Face chat templates render them; text that is not a JSON object
-    stays text. The raw text stays in the ``turns`` view's ``output_tool_calls``."""
+def for_templates(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Messages as Hugging Face chat templates render them faithfully: tool
+    calls carry ``arguments`` as a JSON object (a dict; text that is not a
+    JSON object stays text; the raw text stays in the ``turns`` view's
+    ``output_tool_calls``), and a user message from another speaker starts
+    with the speaker (``planner: ...``), since many templates (Qwen's) drop
+    ``name``. The human user's messages (no name, or ``user``) are left as
+    they are."""
     if messages is None:
         return None
     out = []
     for m in messages:
         if m.get("tool_calls"):
             m = {**m, "tool_calls": [_call_with_dict(c) for c in m["tool_calls"]]}
+        name = m.get("name")
+        if m["role"] == "user" and name and name != "user":
+            m = {**m, "content": f"{name}: {m['content']}"}
         out.append(m)
     return out
 

@@ -23,7 +23,7 @@ import orjson
 from ..tracefiles import ContentIndex
 from ..vocabulary import Channel, EventKind
 from .analysis import Config, Prepared, find_turns
-from .conversations import with_argument_dicts
+from .conversations import for_templates
 from .messages import fingerprint, text_of
 from .views import decision_points, llm_item, offered_tools, turn_contents
 
@@ -112,7 +112,7 @@ def _decider_messages(p: Prepared, config: Config, store: ContentIndex, need: bo
                 reply["tool_calls"] = output["tool_calls"]
     if prompt is None and (llm is None or need):
         prompt = _stated_prompt(event, fork, context)
-    return event, fork, context, with_argument_dicts(prompt), reply, tools
+    return event, fork, context, for_templates(prompt), reply, tools
 
 
 def group_member(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
@@ -190,7 +190,7 @@ def _own_call_ids(member: dict[str, Any], other: dict[str, Any]) -> dict[str, An
     with a different call of the other reply (a replay that forced another
     option edits the recorded call, keeping its id) gets an id of its own
     in the branch that did not take the recorded option."""
-    reply = (with_argument_dicts([member["reply"]]) or [member["reply"]])[0]
+    reply = (for_templates([member["reply"]]) or [member["reply"]])[0]
     if member["option"] == member["recorded"]:
         return reply
     theirs = {c["id"]: c["function"]["name"] for c in other.get("tool_calls") or ()}

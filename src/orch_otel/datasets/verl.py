@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from .conversations import for_templates
+
 _MARKS = ("trainable", "weight")
 _COMMON = [("index", "int"), ("trace_id", "str"), ("task_id", "str"), ("agent", "str"), ("role", "str"),
            ("reward", "float"), ("tool_selection", "strs"), ("tools_json", "str")]
@@ -81,13 +83,14 @@ def _sft_messages(messages: list[dict[str, Any]], agent: str) -> list[dict[str, 
 
 
 def _turn(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[str, Any], list[dict[str, Any]]]:
-    return _plain(row["input_messages"]), _reply_text(row["output"], row["output_tool_calls"]), row, row.get("tools") or []
+    return _plain(for_templates(row["input_messages"])), _reply_text(row["output"], row["output_tool_calls"]), row, row.get("tools") or []
 
 
 def _triplet(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[str, Any], list[dict[str, Any]]]:
     meta = row["metadata"]
     info = {**meta, "agent": meta.get("agent_name"), "reward": row["reward"]}
-    return _plain(row["prompt"]), _reply_text(row["response"], meta.get("output_tool_calls")), info, meta.get("tools") or []
+    prompt = _plain(for_templates(row["prompt"]))
+    return prompt, _reply_text(row["response"], meta.get("output_tool_calls")), info, meta.get("tools") or []
 
 
 def _chat(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, dict[str, Any], list[dict[str, Any]]]:

@@ -26,7 +26,7 @@ from typing import Any
 from ..tracefiles import ContentIndex
 from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
-from .conversations import prompt_and_completion, row_messages, split_episode, with_argument_dicts
+from .conversations import for_templates, prompt_and_completion, row_messages, split_episode
 from .messages import as_seen_by, fingerprint, normalize_messages, normalize_output
 
 CAPTURE_HINT = (
@@ -289,7 +289,7 @@ def chat_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str
         calls = [(row["input_messages"] or [], _reply(row)) for _, row in items]
         for segment, indexes in enumerate(split_episode(calls)):
             part = [items[i] for i in indexes]
-            messages = with_argument_dicts(row_messages([calls[i] for i in indexes])) or []
+            messages = for_templates(row_messages([calls[i] for i in indexes])) or []
             prompt, completion = prompt_and_completion(messages)
             n_steps = sum(1 + len(turn.tool_calls) for turn, _ in part)
             last = max(i for turn, _ in part for i in (turn.index, *turn.tool_calls))
