@@ -165,3 +165,33 @@ def test_a_call_cut_off_before_it_answered_trains_no_empty_reply(runs, tmp_path)
     assert replies and all(m["content"] or m.get("tool_calls") for m in replies)
     assert "all done" not in [m["content"] for m in replies]
     assert len(replies) == 6  # the 7 calls of the run, less the cut one
+
+
+def test_a_call_whose_prompt_does_not_extend_the_row_starts_a_new_row(tmp_path):
+    """langgraph_apps.build_trimming_agent: the pre_model_hook sends the third
+    call [human, the add(3, 4) call, its result]. Each chat row is what its
+    last call was sent, then its reply; the add(3, 4) call is trained in the
+    first row only."""
+    import langgraph_apps as apps
+    from fixtures.dataset_runs import record_instrumented
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    record_instrumented(tmp_path / "t", LangGraphInstrumentor(),
+                        lambda: apps.build_trimming_agent().invoke(apps.user_input("add")))
+    build([tmp_path / "t"], tmp_path, Config(view="chat"))
+    first, second = _rows(tmp_path / "chat.jsonl")
+    add_12 = {"id": "call_a", "type": "function", "function": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    add_34 = {"id": "call_b", "type": "function", "function": {"name": "add", "arguments": {"a": 3, "b": 4}}}
+    assert first["messages"] == [
+        {"role": "user", "content": "add"},
+        {"role": "assistant", "content": "", "tool_calls": [add_12], "trainable": True, "weight": 1},
+        {"role": "tool", "content": "3", "tool_call_id": "call_a"},
+        {"role": "assistant", "content": "", "tool_calls": [add_34], "trainable": True, "weight": 1}]
+    assert second["messages"] == [
+        {"role": "user", "content": "add"},
+        {"role": "assistant", "content": "", "tool_calls": [add_34], "trainable": False, "weight": 0},
+        {"role": "tool", "content": "7", "tool_call_id": "call_b"},
+        {"role": "assistant", "content": "3 and 7", "trainable": True, "weight": 1}]
+    assert (first["segment"], second["segment"]) == (0, 1)
+    assert second["prompt"] == second["messages"][:3] and second["completion"] == second["messages"][3:]

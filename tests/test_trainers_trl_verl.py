@@ -1,6 +1,7 @@
 """TRL and verl train on exactly the right tokens: rows made by orch-otel from
-real instrumented runs (the LangGraph supervisor, AutoGen's SelectorGroupChat
-and a tool-using RoundRobinGroupChat, all on scripted models, content capture
+real instrumented runs (the LangGraph supervisor, a ReAct agent whose
+pre_model_hook trims its history, AutoGen's SelectorGroupChat and a
+tool-using RoundRobinGroupChat, all on scripted models, content capture
 on; and the supervisor's branches) are fed to the trainers' own code in
 ``.venv-trainers`` (TRL 1.16 ``SFTTrainer`` and ``DPOTrainer``, 2 steps each on a
 2-layer random Qwen2; verl 0.9.1 ``RLHFDataset`` and ``MultiTurnSFTDataset``),
@@ -61,6 +62,9 @@ def _replies(text: bool = False) -> Counter:
         ("a", _call("get_weather", {"city": "Paris"}, text) + END): 1,
         ("a", "It is sunny" + END): 1,
         ("b", "Thanks TERMINATE" + END): 1,
+        ("calc", _call("add", {"a": 1, "b": 2}, text) + END): 1,  # langgraph_apps.build_trimming_agent
+        ("calc", _call("add", {"a": 3, "b": 4}, text) + END): 1,
+        ("calc", "3 and 7" + END): 1,
     })
 
 
@@ -88,7 +92,13 @@ def report(tmp_path_factory):
 
     record_instrumented(base / "selector", AutoGenInstrumentor(), team(apps.selector_team))
     record_instrumented(base / "weather", AutoGenInstrumentor(), team(apps.weather_round_robin))
-    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather"]
+    import langgraph_apps
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    record_instrumented(base / "trim", LangGraphInstrumentor(),
+                        lambda: langgraph_apps.build_trimming_agent().invoke(langgraph_apps.user_input("add")))
+    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim"]
     data = base / "data"
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")
@@ -176,3 +186,15 @@ def test_another_agents_turn_keeps_its_speaker_in_a_template_that_drops_name(rep
     got, _ = report
     (coder,) = [r for r in got["verl_rl_chat"] if r["agent"] == "coder"]
     assert "<|im_start|>user\nplanner: Plan: write code<|im_end|>" in coder["prompt"]
+
+
+def test_a_trimmed_prompt_is_trained_in_the_context_it_was_sent(report):
+    """build_trimming_agent's third call read [human, the add(3, 4) call, its
+    result]: its row is that prompt (the add(3, 4) call in it is context, not
+    trained again) and its reply; the first two calls make the other row."""
+    got, _ = report
+    rows = [r for r in got["trl_sft"][1:] if r["agent"] == "calc"]
+    assert [r["trained"] for r in rows] == [
+        [_call("add", {"a": 1, "b": 2}) + END, _call("add", {"a": 3, "b": 4}) + END], ["3 and 7" + END]]
+    (rl,) = [r for r in got["verl_rl_chat"] if r["agent"] == "calc" and "<tool_response>7" in r["prompt"]]
+    assert "<tool_response>3" not in rl["prompt"]  # the trimmed-away call is not in the context
