@@ -420,3 +420,14 @@ def build_trimming_agent() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return create_react_agent(model, [add], pre_model_hook=trim, name="calc")
+
+
+# -- one conversation over two runs on one thread (issue 30) -----------------------------------
+
+def build_resumable_chat() -> Any:
+    """create_agent ``chat_agent`` with a checkpointer: invoked twice on one
+    thread (``{"configurable": {"thread_id": ...}}``), it answers "hello there"
+    in the first run and "second answer" in the second, whose prompt holds
+    the first run's question, that answer, and the new question."""
+    model = FakeToolCallingModel(model_name="chat-llm", responses=[ai("hello there"), ai("second answer")])
+    return create_agent(model, [add], name="chat_agent", checkpointer=MemorySaver())

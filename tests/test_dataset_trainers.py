@@ -195,3 +195,29 @@ def test_a_call_whose_prompt_does_not_extend_the_row_starts_a_new_row(tmp_path):
         {"role": "assistant", "content": "3 and 7", "trainable": True, "weight": 1}]
     assert (first["segment"], second["segment"]) == (0, 1)
     assert second["prompt"] == second["messages"][:3] and second["completion"] == second["messages"][3:]
+
+
+def test_a_reply_from_an_earlier_run_of_the_thread_is_the_agents_own_turn(tmp_path):
+    """langgraph_apps.build_resumable_chat, run twice on one thread: the second
+    run's prompt holds the first run's answer; it is the agent's own turn
+    (assistant, not trained again), not another speaker's message."""
+    import langgraph_apps as apps
+    from fixtures.dataset_runs import record_instrumented
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    agent, config = apps.build_resumable_chat(), {"configurable": {"thread_id": "thread-1"}}
+
+    def two_runs() -> None:
+        agent.invoke(apps.user_input("hi"), config)
+        agent.invoke(apps.user_input("again"), config)
+
+    first, second = record_instrumented(tmp_path / "t", LangGraphInstrumentor(), two_runs)
+    assert first["task_id"] == second["task_id"] == "thread-1"
+    build([tmp_path / "t"], tmp_path, Config(view="chat"))
+    rows = {r["trace_id"]: r for r in _rows(tmp_path / "chat.jsonl")}
+    assert rows[second["trace_id"]]["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello there", "trainable": False, "weight": 0},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "second answer", "trainable": True, "weight": 1}]

@@ -1,6 +1,6 @@
 """TRL and verl train on exactly the right tokens: rows made by orch-otel from
 real instrumented runs (the LangGraph supervisor, a ReAct agent whose
-pre_model_hook trims its history, AutoGen's SelectorGroupChat and a
+pre_model_hook trims its history, an agent run twice on one thread, AutoGen's SelectorGroupChat and a
 tool-using RoundRobinGroupChat, all on scripted models, content capture
 on; and the supervisor's branches) are fed to the trainers' own code in
 ``.venv-trainers`` (TRL 1.16 ``SFTTrainer`` and ``DPOTrainer``, 2 steps each on a
@@ -65,6 +65,8 @@ def _replies(text: bool = False) -> Counter:
         ("calc", _call("add", {"a": 1, "b": 2}, text) + END): 1,  # langgraph_apps.build_trimming_agent
         ("calc", _call("add", {"a": 3, "b": 4}, text) + END): 1,
         ("calc", "3 and 7" + END): 1,
+        ("chat_agent", "hello there" + END): 1,  # langgraph_apps.build_resumable_chat, two runs on one thread
+        ("chat_agent", "second answer" + END): 1,
     })
 
 
@@ -98,7 +100,14 @@ def report(tmp_path_factory):
 
     record_instrumented(base / "trim", LangGraphInstrumentor(),
                         lambda: langgraph_apps.build_trimming_agent().invoke(langgraph_apps.user_input("add")))
-    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim"]
+    resumable, thread = langgraph_apps.build_resumable_chat(), {"configurable": {"thread_id": "thread-1"}}
+
+    def two_runs() -> None:
+        resumable.invoke(langgraph_apps.user_input("hi"), thread)
+        resumable.invoke(langgraph_apps.user_input("again"), thread)
+
+    record_instrumented(base / "resume", LangGraphInstrumentor(), two_runs)
+    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim", base / "resume"]
     data = base / "data"
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")

@@ -171,7 +171,8 @@ def turn_contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str
     for turn, (_, output) in zip(turns, raw):
         if output is not None:
             producers[fingerprint(output)].append(turn.episode[0])
-    return [(as_seen_by(messages, t.episode[0], producers) if messages is not None else None, output)
+    sole = len({t.episode[0] for t in turns}) == 1
+    return [(as_seen_by(messages, t.episode[0], producers, sole) if messages is not None else None, output)
             for t, (messages, output) in zip(turns, raw)]
 
 
