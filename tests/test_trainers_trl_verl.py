@@ -1,7 +1,7 @@
 """TRL and verl train on exactly the right tokens: rows made by orch-otel from
 real instrumented runs (the LangGraph supervisor, a ReAct agent whose
 pre_model_hook trims its history, an agent run twice on one thread, AutoGen's SelectorGroupChat and a
-tool-using RoundRobinGroupChat, all on scripted models, content capture
+tool-using RoundRobinGroupChat, MagenticOne, all on scripted models, content capture
 on; and the supervisor's branches) are fed to the trainers' own code in
 ``.venv-trainers`` (TRL 1.16 ``SFTTrainer`` and ``DPOTrainer``, 2 steps each on a
 2-layer random Qwen2; verl 0.9.1 ``RLHFDataset`` and ``MultiTurnSFTDataset``),
@@ -26,6 +26,7 @@ from fixtures.branches import make_branches
 from fixtures.dataset_runs import record_instrumented
 
 from orch_otel.datasets import Config, build
+from orch_otel.integrations.autogen.testing import ledger
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = REPO / ".venv-trainers" / "bin" / "python"
@@ -45,7 +46,7 @@ def _call(name: str, arguments: dict, text: bool = False) -> str:
 def _replies(text: bool = False) -> Counter:
     """Every reply each agent's scripted model gives in the apps
     (tests/langgraph_apps.py build_supervisor, tests/autogen_apps.py
-    selector_team, orch_otel.integrations.autogen.testing.weather_round_robin),
+    selector_team and magentic_one, orch_otel.integrations.autogen.testing.weather_round_robin),
     rendered as the test's chat template renders an assistant turn."""
     return Counter({
         ("supervisor", _call("transfer_to_math_expert", {}, text) + END): 1,
@@ -67,6 +68,13 @@ def _replies(text: bool = False) -> Counter:
         ("calc", "3 and 7" + END): 1,
         ("chat_agent", "hello there" + END): 1,  # langgraph_apps.build_resumable_chat, two runs on one thread
         ("chat_agent", "second answer" + END): 1,
+        # autogen_apps.magentic_one: the orchestrator's model (each ledger call a fresh prompt), then coder's
+        ("MagenticOneGroupChat", "FACTS..." + END): 1,
+        ("MagenticOneGroupChat", "PLAN..." + END): 1,
+        ("MagenticOneGroupChat", ledger(False, "coder", "write code", reason="go on") + END): 1,
+        ("MagenticOneGroupChat", ledger(True, "coder", "n/a", reason="task done") + END): 1,
+        ("MagenticOneGroupChat", "FINAL ANSWER: 1" + END): 1,
+        ("coder", "def f(): return 1" + END): 1,
     })
 
 
@@ -94,6 +102,7 @@ def report(tmp_path_factory):
 
     record_instrumented(base / "selector", AutoGenInstrumentor(), team(apps.selector_team))
     record_instrumented(base / "weather", AutoGenInstrumentor(), team(apps.weather_round_robin))
+    record_instrumented(base / "magentic", AutoGenInstrumentor(), team(apps.magentic_one))
     import langgraph_apps
 
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
@@ -107,7 +116,8 @@ def report(tmp_path_factory):
         resumable.invoke(langgraph_apps.user_input("again"), thread)
 
     record_instrumented(base / "resume", LangGraphInstrumentor(), two_runs)
-    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim", base / "resume"]
+    runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim", base / "resume",
+            base / "magentic"]
     data = base / "data"
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")
@@ -193,7 +203,7 @@ def test_another_agents_turn_keeps_its_speaker_in_a_template_that_drops_name(rep
     """The test's template, as Qwen's, renders no ``name``: the coder's prompt
     still says that the plan came from the planner."""
     got, _ = report
-    (coder,) = [r for r in got["verl_rl_chat"] if r["agent"] == "coder"]
+    (coder,) = [r for r in got["verl_rl_chat"] if r["agent"] == "coder" and "Plan: write code" in r["prompt"]]
     assert "<|im_start|>user\nplanner: Plan: write code<|im_end|>" in coder["prompt"]
 
 
@@ -207,3 +217,16 @@ def test_a_trimmed_prompt_is_trained_in_the_context_it_was_sent(report):
         [_call("add", {"a": 1, "b": 2}) + END, _call("add", {"a": 3, "b": 4}) + END], ["3 and 7" + END]]
     (rl,) = [r for r in got["verl_rl_chat"] if r["agent"] == "calc" and "<tool_response>7" in r["prompt"]]
     assert "<tool_response>3" not in rl["prompt"]  # the trimmed-away call is not in the context
+
+
+def test_magentic_one_ledger_calls_are_rows_of_their_own(report):
+    """The orchestrator sends each progress-ledger call a prompt of its own
+    (the task, the team, the ledger question): each is a row holding that
+    prompt and its reply, trained once."""
+    got, _ = report
+    rows = [r for r in got["trl_sft"][1:] if r["agent"] == "MagenticOneGroupChat"]
+    assert [r["trained"] for r in rows] == [
+        ["FACTS..." + END, "PLAN..." + END],
+        [ledger(False, "coder", "write code", reason="go on") + END],
+        [ledger(True, "coder", "n/a", reason="task done") + END],
+        ["FINAL ANSWER: 1" + END]]
