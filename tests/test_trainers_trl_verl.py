@@ -124,7 +124,7 @@ def report(tmp_path_factory):
     build(runs, data, Config(view="turns"), fmt="verl")
     build([base / "supervisor" / "captured"], data, Config(view="preferences"), fmt="parquet")
     build([base / "supervisor" / "captured"], data, Config(view="groups"), fmt="verl")
-    done = subprocess.run([str(PYTHON), str(SCRIPT), str(data), str(base / "work")], capture_output=True, text=True,
+    done = subprocess.run([str(PYTHON), str(SCRIPT), str(data), str(base / "work"), str(REPO / "docs" / "datasets.md")], capture_output=True, text=True,
                           timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                                             "HF_DATASETS_OFFLINE": "1", "WANDB_DISABLED": "true"})
     line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
@@ -230,3 +230,11 @@ def test_magentic_one_ledger_calls_are_rows_of_their_own(report):
         [ledger(False, "coder", "write code", reason="go on") + END],
         [ledger(True, "coder", "n/a", reason="task done") + END],
         ["FINAL ANSWER: 1" + END]]
+
+
+def test_the_docs_snippets_run_as_written(report):
+    """docs/datasets.md's TRL and verl snippets, run as written on these rows."""
+    got, _ = report
+    assert got["doc_snippets"]["blocks"] == 3
+    assert got["doc_snippets"]["trained_steps"] > 0
+    assert got["doc_snippets"]["sft_rows"] == got["doc_snippets"]["rl_rows"] == len(got["verl_rl_chat"])

@@ -2,8 +2,9 @@
 tests/test_trainers_trl_verl.py: feeds orch-otel's rows to the trainers' own
 code and prints, as JSON, the text of the tokens each trainer puts loss on.
 
-``python trl_verl_check.py DATA_DIR WORK_DIR`` reads ``DATA_DIR/chat.parquet``,
-``preferences.parquet`` and the ``*.verl.parquet`` files. The tokenizer is
+``python trl_verl_check.py DATA_DIR WORK_DIR DOC`` reads ``DATA_DIR/chat.parquet``,
+``preferences.parquet`` and the ``*.verl.parquet`` files, and runs the
+snippets of the trainer table in DOC (docs/datasets.md) as written. The tokenizer is
 built here (one token per byte, Qwen-style chat template with ``{% generation
 %}`` marks) and the model is a 2-layer random Qwen2: nothing is downloaded.
 """
@@ -146,14 +147,37 @@ def verl_sft(path: Path, tokenizer) -> list[dict]:
     return out
 
 
-def main(data: Path, work: Path) -> None:
+def doc_snippets(doc: Path, data: Path, work: Path, tokenizer) -> dict:
+    """Run the Python snippets of docs/datasets.md's trainer table as written,
+    on these rows (``OUT/`` is the data folder), with this model and tokenizer."""
+    import os
+    import re
+
+    text = doc.read_text()
+    section = text[text.index("### Which trainer reads which view"):text.index("## Engines")]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    space = {"model": make_model(tokenizer), "ref_model": make_model(tokenizer), "tokenizer": tokenizer}
+    (work / "docs").mkdir(parents=True, exist_ok=True)
+    here = os.getcwd()
+    os.chdir(work / "docs")
+    try:
+        for block in blocks:
+            exec(compile(block.replace('"OUT/', f'"{data}/'), str(doc), "exec"), space)
+    finally:
+        os.chdir(here)
+    return {"blocks": len(blocks), "sft_rows": len(space["sft"]), "rl_rows": len(space["rl"]),
+            "trained_steps": space["trainer"].state.global_step}
+
+
+def main(data: Path, work: Path, doc: Path) -> None:
     tokenizer = make_tokenizer()
     report = {"trl_sft": trl_sft(data, work, tokenizer), "trl_dpo": trl_dpo(data, work, tokenizer),
               "verl_sft": verl_sft(data / "chat.verl.parquet", tokenizer)}
     for view in ("chat", "turns", "groups"):
         report[f"verl_rl_{view}"] = verl_rl(data / f"{view}.verl.parquet", work, tokenizer)
+    report["doc_snippets"] = doc_snippets(doc, data, work, tokenizer)
     print("REPORT " + json.dumps(report))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
