@@ -124,9 +124,9 @@ def report(tmp_path_factory):
     build(runs, data, Config(view="turns"), fmt="verl")
     build([base / "supervisor" / "captured"], data, Config(view="preferences"), fmt="parquet")
     build([base / "supervisor" / "captured"], data, Config(view="groups"), fmt="verl")
-    done = subprocess.run([str(PYTHON), str(SCRIPT), str(data), str(base / "work"), str(REPO / "docs" / "datasets.md")], capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                                            "HF_DATASETS_OFFLINE": "1", "WANDB_DISABLED": "true"})
+    command = [str(PYTHON), str(SCRIPT), str(data), str(base / "work"), str(REPO / "docs" / "datasets.md")]
+    offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_DISABLED": "true"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, **offline})
     line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
     assert done.returncode == 0 and line, f"the trainers' run failed:\n{done.stdout[-4000:]}\n{done.stderr[-8000:]}"
     return json.loads(line[len("REPORT "):]), info
