@@ -122,14 +122,42 @@ def report(tmp_path_factory):
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")
     build(runs, data, Config(view="turns"), fmt="verl")
-    build([base / "supervisor" / "captured"], data, Config(view="preferences"), fmt="parquet")
-    build([base / "supervisor" / "captured"], data, Config(view="groups"), fmt="verl")
+    replayed = _replay_branches(info["source"], base / "supervisor" / "recorded", base / "replayed")
+    branches = [base / "supervisor" / "captured", base / "replayed"]
+    build(branches, data, Config(view="preferences"), fmt="parquet")
+    build(branches, data, Config(view="groups"), fmt="verl")
     command = [str(PYTHON), str(SCRIPT), str(data), str(base / "work"), str(REPO / "docs" / "datasets.md")]
     offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_DISABLED": "true"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, **offline})
     line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
     assert done.returncode == 0 and line, f"the trainers' run failed:\n{done.stdout[-4000:]}\n{done.stderr[-8000:]}"
-    return json.loads(line[len("REPORT "):]), info
+    return json.loads(line[len("REPORT "):]), {**info, "replayed": replayed}
+
+
+def _replay_branches(source: dict, recorded: Path, out: Path) -> str:
+    """The supervisor run replayed from its first delegation once per option
+    (as ``orch-otel replay --fork --choose-each``), rewards by hand: the math
+    branch solved the task. Returns the group id."""
+    from langgraph_apps import build_supervisor
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+    from orch_otel.replaying import options_at, replay
+    from orch_otel.tracefiles import TraceWriter, load_contents
+
+    contents = load_contents(recorded)
+    fork = next(e for e in source["events"] if e.get("decision") == "delegate" and not e.get("implied"))
+    instrumentor = LangGraphInstrumentor()
+    instrumentor.instrument()
+    writer = TraceWriter(out)
+    try:
+        for option in options_at(source, contents, fork["id"]):
+            result = replay(source, build_supervisor(), contents=contents, fork=fork["id"], choose=option)
+            result.trace["rewards"] = {"success": 1.0 if option == "math_expert" else 0.0}
+            writer.write(result.trace, result.contents)
+    finally:
+        instrumentor.uninstrument()
+        writer.close()
+    return f"{source['trace_id']}/{fork['id']}"
 
 
 def _trained(rows) -> Counter:
@@ -177,12 +205,17 @@ def test_trl_dpo_trains_the_choice_with_the_deciders_tools(report):
     got, info = report
     steps, *rows = got["trl_dpo"]
     assert steps == {"steps": 2}
-    delegate = next(r for r in rows if r["group_id"] == info["groups"]["delegate"])
-    assert delegate["chosen"] == _call("transfer_to_math_expert", {}) + END
-    assert delegate["rejected"] == _call("transfer_to_research_expert", {}) + END
-    # the handoff tools are in the rendered prompt: the model sees what it chooses between
-    assert '"name": "transfer_to_math_expert"' in delegate["prompt"]
-    assert '"name": "transfer_to_research_expert"' in delegate["prompt"]
+    # the hand-made branches (tests/fixtures/branches.py) and the replayed ones fork at the same decision
+    # of the same run: one group of 4 branches, 2 solved it (math) and 2 did not (research): 4 pairs
+    assert info["groups"]["delegate"] == info["replayed"]
+    delegates = [r for r in rows if r["group_id"] == info["replayed"]]
+    assert len(delegates) == 4
+    for delegate in delegates:
+        assert delegate["chosen"] == _call("transfer_to_math_expert", {}) + END
+        assert delegate["rejected"] == _call("transfer_to_research_expert", {}) + END
+        # the handoff tools are in the rendered prompt: the model sees what it chooses between
+        assert '"name": "transfer_to_math_expert"' in delegate["prompt"]
+        assert '"name": "transfer_to_research_expert"' in delegate["prompt"]
 
 
 @pytest.mark.parametrize("view", ["chat", "turns", "groups"])
