@@ -178,6 +178,10 @@ def test_verl_multiturn_sft_trains_each_reply_once_for_its_own_agent(report):
     tools = {(r["agent"], tuple(r["tools"])) for r in got["verl_sft"]}
     assert ("math_expert", ("add",)) in tools and ("research_expert", ("lookup",)) in tools
     assert ("a", ("get_weather",)) in tools and ("b", ()) in tools
+    # the schema the app declared (tests/langgraph_apps.py add), less the nulls Parquet adds (datasets/verl.py)
+    add = next(r["tool_dicts"][0] for r in got["verl_sft"] if r["agent"] == "math_expert")
+    assert add == {"type": "function", "function": {"name": "add", "description": "Add two numbers.", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
 
 
 def test_trl_sft_row_sees_the_supervisors_earlier_reply_as_its_own_turn(report):

@@ -132,6 +132,15 @@ def verl_rl(path: Path, work: Path, tokenizer) -> list[dict]:
     return out
 
 
+def _without_nulls(value):
+    """A tool as verl read it, less the null keys the file's Parquet type adds."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def verl_sft(path: Path, tokenizer) -> list[dict]:
     from omegaconf import OmegaConf
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
@@ -143,6 +152,7 @@ def verl_sft(path: Path, tokenizer) -> list[dict]:
         row = dataset.dataframe.iloc[i]
         out.append({"agent": row["extra_info"]["agent"], "trace_id": row["extra_info"]["trace_id"],
                     "tools": [t["function"]["name"] for t in dataset.tools[i]],
+                    "tool_dicts": [_without_nulls(t) for t in dataset.tools[i]],
                     "trained": spans(tokenizer, item["input_ids"], item["loss_mask"])})
     return out
 
