@@ -172,6 +172,23 @@ def test_trl_sft_trains_each_reply_once_for_its_own_agent(report):
     assert _trained(rows) == _replies()
 
 
+def test_trl_on_the_messages_column_alone_would_train_earlier_replies_again(report):
+    """Why the rows are split: on ``messages`` alone TRL's
+    ``assistant_only_loss`` trains every assistant message, so each reply that
+    reappears in a later row's prompt (``trainable: false``) is trained again:
+    the supervisor's first handoff in its 2nd and 3rd episodes, its second in
+    the 3rd, the trimmed agent's add(3, 4) in its second row, the resumed
+    agent's first answer in the second run."""
+    got, _ = report
+    again = Counter({
+        ("supervisor", _call("transfer_to_math_expert", {}) + END): 2,
+        ("supervisor", _call("transfer_to_research_expert", {}) + END): 1,
+        ("calc", _call("add", {"a": 3, "b": 4}) + END): 1,
+        ("chat_agent", "hello there" + END): 1,
+    })
+    assert _trained(got["trl_sft_messages"]) == _replies() + again
+
+
 def test_verl_multiturn_sft_trains_each_reply_once_for_its_own_agent(report):
     got, _ = report
     assert _trained(got["verl_sft"]) == _replies(text=True)  # arguments as JSON text: see datasets/verl.py

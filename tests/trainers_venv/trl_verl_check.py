@@ -96,6 +96,26 @@ def trl_sft(data: Path, work: Path, tokenizer) -> list[dict]:
     return [{"steps": result.global_step}] + out
 
 
+def trl_sft_messages(data: Path, work: Path, tokenizer) -> list[dict]:
+    """What TRL would train on the ``messages`` column alone (its conversational
+    language-modeling form, ``assistant_only_loss=True``): tokenized and
+    collated by TRL, not trained."""
+    import datasets
+    from trl import SFTConfig, SFTTrainer
+
+    rows = datasets.load_dataset("parquet", data_files=str(data / "chat.parquet"), split="train",
+                                 cache_dir=str(work / "cache"))
+    args = SFTConfig(output_dir=str(work / "sft-messages"), report_to=[], assistant_only_loss=True, use_cpu=True,
+                     save_strategy="no", max_length=None, dataset_num_proc=None)
+    trainer = SFTTrainer(model=make_model(tokenizer), args=args, train_dataset=rows.select_columns(["messages", "tools"]),
+                         processing_class=tokenizer)
+    out = []
+    for row, example in zip(rows, trainer.train_dataset):
+        batch = trainer.data_collator([example])
+        out.append({"agent": row["agent"], "trained": spans(tokenizer, batch["input_ids"][0], batch["labels"][0] != -100)})
+    return out
+
+
 def trl_dpo(data: Path, work: Path, tokenizer) -> list[dict]:
     import datasets
     from trl import DPOConfig, DPOTrainer
@@ -182,6 +202,7 @@ def doc_snippets(doc: Path, data: Path, work: Path, tokenizer) -> dict:
 def main(data: Path, work: Path, doc: Path) -> None:
     tokenizer = make_tokenizer()
     report = {"trl_sft": trl_sft(data, work, tokenizer), "trl_dpo": trl_dpo(data, work, tokenizer),
+              "trl_sft_messages": trl_sft_messages(data, work, tokenizer),
               "verl_sft": verl_sft(data / "chat.verl.parquet", tokenizer)}
     for view in ("chat", "turns", "groups"):
         report[f"verl_rl_{view}"] = verl_rl(data / f"{view}.verl.parquet", work, tokenizer)
