@@ -122,6 +122,7 @@ def report(tmp_path_factory):
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")
     build(runs, data, Config(view="turns"), fmt="verl")
+    build(runs, data, Config(view="triplets"), fmt="verl")
     replayed = _replay_branches(info["source"], base / "supervisor" / "recorded", base / "replayed")
     branches = [base / "supervisor" / "captured", base / "replayed"]
     build(branches, data, Config(view="preferences"), fmt="parquet")
@@ -239,7 +240,7 @@ def test_trl_dpo_trains_the_choice_with_the_deciders_tools(report):
         assert '"name": "transfer_to_research_expert"' in delegate["prompt"]
 
 
-@pytest.mark.parametrize("view", ["chat", "turns", "groups"])
+@pytest.mark.parametrize("view", ["chat", "turns", "triplets", "groups"])
 def test_verl_rlhf_dataset_loads_every_row(report, view):
     got, _ = report
     rows = got[f"verl_rl_{view}"]

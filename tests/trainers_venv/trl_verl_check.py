@@ -204,7 +204,7 @@ def main(data: Path, work: Path, doc: Path) -> None:
     report = {"trl_sft": trl_sft(data, work, tokenizer), "trl_dpo": trl_dpo(data, work, tokenizer),
               "trl_sft_messages": trl_sft_messages(data, work, tokenizer),
               "verl_sft": verl_sft(data / "chat.verl.parquet", tokenizer)}
-    for view in ("chat", "turns", "groups"):
+    for view in ("chat", "turns", "triplets", "groups"):
         report[f"verl_rl_{view}"] = verl_rl(data / f"{view}.verl.parquet", work, tokenizer)
     report["doc_snippets"] = doc_snippets(doc, data, work, tokenizer)
     print("REPORT " + json.dumps(report))
