@@ -221,3 +221,28 @@ def test_a_reply_from_an_earlier_run_of_the_thread_is_the_agents_own_turn(tmp_pa
         {"role": "assistant", "content": "hello there", "trainable": False, "weight": 0},
         {"role": "user", "content": "again"},
         {"role": "assistant", "content": "second answer", "trainable": True, "weight": 1}]
+
+
+def test_verl_tools_whose_schemas_disagree_on_a_type_still_fit_one_column():
+    """Parquet types a column once per file: two tools whose parameter schemas
+    give one key values of different types (a default 0 and a default "a")
+    cannot share a struct type, so their parameters become JSON text, and
+    every row is still written."""
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
+    from orch_otel.datasets.verl import tools_type
+
+    def tool(name, prop):
+        return {"type": "function", "function": {"name": name, "description": "", "parameters": {
+            "type": "object", "properties": {"x": prop}}}}
+
+    agreeing = [{"tools": [tool("a", {"type": "integer"})]}, {"tools": [tool("b", {"type": "string"})]}]
+    kind = tools_type(pa, agreeing)
+    assert pa.array([r["tools"] for r in agreeing], type=kind).to_pylist()[0][0]["function"]["parameters"] == {
+        "type": "object", "properties": {"x": {"type": "integer"}}}
+    clashing = [{"tools": [tool("a", {"type": "integer", "default": 0})]},
+                {"tools": [tool("b", {"type": "string", "default": "a"})]}, {"tools": []}]
+    kind = tools_type(pa, clashing)
+    written = pa.array([r["tools"] for r in clashing], type=kind).to_pylist()
+    assert [json.loads(t["function"]["parameters"]) for r in written for t in r] == [
+        {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}},
+        {"type": "object", "properties": {"x": {"type": "string", "default": "a"}}}]

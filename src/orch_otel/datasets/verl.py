@@ -17,8 +17,9 @@ tests/test_trainers_verl.py):
   message stating it (``[earlier reply of AGENT] ...``).
 - pandas gives back typed Parquet columns only: ``tools`` is a list of typed
   structs (its type inferred from the whole file, so a tool lists, as null,
-  the keys other tools of the file have and it does not), and tool-call
-  ``arguments`` stay JSON text (a typed dict column would give every call
+  the keys other tools of the file have and it does not; where two tools
+  give one key values of different types, every tool's ``parameters`` is
+  JSON text instead), and tool-call ``arguments`` stay JSON text (a typed dict column would give every call
   the argument names of every other call).
 """
 
@@ -126,6 +127,24 @@ def verl_rows(view: str, rows: list[dict[str, Any]], first_index: int = 0) -> li
             verl["tools"] = tools
         out.append(verl)
     return out
+
+
+def tools_type(pa: Any, rows: list[dict[str, Any]]) -> Any:
+    """The ``tools`` column's Arrow type for these verl rows: inferred from all
+    their tools. When the tools' schemas disagree on a key's type (a
+    ``default`` 0 here, "a" there), no one type holds them all: then each
+    tool's ``parameters`` is turned into JSON text in the rows (in place) and
+    the column typed for that."""
+    tools = [row["tools"] for row in rows]
+    if not tools:
+        return None
+    try:
+        return pa.array(tools).type
+    except (TypeError, ValueError, pa.ArrowException):
+        for row in rows:
+            row["tools"] = [{**t, "function": {**t["function"], "parameters": orjson.dumps(
+                t["function"].get("parameters")).decode()}} for t in row["tools"]]
+        return pa.array([row["tools"] for row in rows]).type
 
 
 def message_type():

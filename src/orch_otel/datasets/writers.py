@@ -21,7 +21,7 @@ from .._jsonvalues import unwritable
 from .analysis import VIEWS
 from .schema import arrow_schema
 from .trainers import FITS, art_trajectory
-from .verl import SFT_VIEWS, verl_rows, verl_schema
+from .verl import SFT_VIEWS, tools_type, verl_rows, verl_schema
 
 FORMATS = ("jsonl", "parquet", "hf", "verl", "art")
 BATCH_ROWS = 2_000
@@ -263,11 +263,7 @@ class VerlWriter(ParquetWriter):
 
     def finish(self) -> SetAside:
         if self.view in SFT_VIEWS and self._writer is None:
-            tools = [row["tools"] for _, rows in self._buffer for row in rows]
-            try:
-                self.schema = verl_schema(self.view, self.pa.array(tools).type if tools else None)
-            except (TypeError, ValueError, self.pa.ArrowException):
-                pass  # the tools disagree on a key's type: each trace's rows are tried (and set aside) alone
+            self.schema = verl_schema(self.view, tools_type(self.pa, [row for _, rows in self._buffer for row in rows]))
         return super().finish()
 
 
