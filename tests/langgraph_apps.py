@@ -398,3 +398,36 @@ def build_command_end() -> Any:
     graph.add_node("fixer", fixer, destinations=("triager", END))
     graph.add_edge(START, "triager")
     return graph.compile(name="command_end")
+
+
+# -- a ReAct agent whose pre_model_hook trims the history it sends (issue 30) -------------------
+
+def build_trimming_agent() -> Any:
+    """create_react_agent ``calc`` calls ``add(1, 2)`` (call_a), then ``add(3, 4)``
+    (call_b), then answers "3 and 7". Its ``pre_model_hook`` sends the model the
+    first message and the last two only, so the third call reads
+    [human, the add(3, 4) call, its result]: 3 of the 5 messages, not an
+    extension of what the second call read."""
+    model = FakeToolCallingModel(model_name="calc-llm", responses=[  # in order: the trimmed prompts hide turns
+        ai(tool_calls=[tool_call("add", {"a": 1, "b": 2}, "call_a")]),
+        ai(tool_calls=[tool_call("add", {"a": 3, "b": 4}, "call_b")]),
+        ai("3 and 7")])
+
+    def trim(state: dict[str, Any]) -> dict[str, Any]:
+        messages = state["messages"]
+        return {"llm_input_messages": messages[:1] + messages[1:][-2:] if len(messages) > 3 else messages}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(model, [add], pre_model_hook=trim, name="calc")
+
+
+# -- one conversation over two runs on one thread (issue 30) -----------------------------------
+
+def build_resumable_chat() -> Any:
+    """create_agent ``chat_agent`` with a checkpointer: invoked twice on one
+    thread (``{"configurable": {"thread_id": ...}}``), it answers "hello there"
+    in the first run and "second answer" in the second, whose prompt holds
+    the first run's question, that answer, and the new question."""
+    model = FakeToolCallingModel(model_name="chat-llm", responses=[ai("hello there"), ai("second answer")])
+    return create_agent(model, [add], name="chat_agent", checkpointer=MemorySaver())

@@ -108,10 +108,13 @@ def test_preferences_pair_only_branches_with_different_rewards(runs, tmp_path):
     assert delegate["prompt"] == [{"role": "user", "content": "add 1 and 2, then look up otel"}]
     # the supervisor's own replies at e3 in each branch (they differ, so they are the pair)
     assert delegate["chosen"] == [{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_to_math", "type": "function", "function": {"name": "transfer_to_math_expert", "arguments": "{}"}}]}]
+        {"id": "call_to_math", "type": "function", "function": {"name": "transfer_to_math_expert", "arguments": {}}}]}]
     assert delegate["rejected"] == [{"role": "assistant", "content": "", "tool_calls": [
         {"id": "call_to_research_first", "type": "function",
-         "function": {"name": "transfer_to_research_expert", "arguments": "{}"}}]}]
+         "function": {"name": "transfer_to_research_expert", "arguments": {}}}]}]
+    # the decider's tools, handoff tools included: what the pair chooses between
+    assert {t["function"]["name"] for t in delegate["tools"]} == {"transfer_to_math_expert",
+                                                                   "transfer_to_research_expert"}
     assert (delegate["chosen_option"], delegate["rejected_option"]) == (["math_expert"], ["research_expert"])
     # e1 was not decided by an LLM: each side is one assistant message stating the choice
     spawn = rows[1]

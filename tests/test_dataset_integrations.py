@@ -91,7 +91,7 @@ def test_autogen_team_decisions_and_chat(tmp_path):
     assert weather["function"]["name"] == "get_weather"
     assert weather["function"]["description"].startswith("Weather of a city")
     assert weather["function"]["parameters"]["properties"]["city"]["type"] == "string"
-    assert b["tools"] is None  # b was offered no tools
+    assert b["tools"] == []  # b was offered no tools
 
 
 def test_parallel_invocations_of_one_agent_are_separate_episodes(tmp_path):

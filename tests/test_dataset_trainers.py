@@ -33,7 +33,8 @@ def test_verl_rows_have_exactly_verls_fields(runs, tmp_path, view):
     summary = build([base / ("captured" if view == "groups" else "recorded")], tmp_path, Config(view=view), fmt="verl")
     table = pq.read_table(tmp_path / f"{view}.verl.parquet")
     assert summary.output.endswith(f"{view}.verl.parquet")
-    assert table.column_names == VERL_FIELDS
+    # chat rows also carry MultiTurnSFTDataset's messages and tools
+    assert table.column_names == VERL_FIELDS + (["messages", "tools"] if view == "chat" else [])
     assert [f.name for f in table.schema.field("reward_model").type] == ["style", "ground_truth"]
     rows = table.to_pylist()
     assert len(rows) == summary.rows_written > 0
@@ -42,6 +43,7 @@ def test_verl_rows_have_exactly_verls_fields(runs, tmp_path, view):
         assert row["reward_model"]["style"] == "rule"
         assert {m["role"] for m in row["prompt"]} <= {"system", "user", "assistant", "tool"}
         assert row["prompt"], "a verl row starts from a prompt"
+    assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))  # unique: verl keys samples by it
 
 
 def test_verl_turns_prompt_and_ground_truth(runs, tmp_path):
@@ -106,3 +108,105 @@ def test_trainer_formats_need_captured_content(runs, tmp_path):
         build([base / "refs_only"], tmp_path / "strict", Config(view="turns"), fmt="verl", strict=True)
     with pytest.raises(ContentMissing, match="the groups view needs captured content"):
         build([base / "refs_only"], tmp_path / "strict", Config(view="groups"), fmt="verl", strict=True)
+
+
+def test_a_call_cut_off_before_it_answered_trains_no_empty_reply(runs, tmp_path):
+    """A cancelled run records the LLM call with its prompt and no output
+    (no ``content_ref``): the chat view must not make it an empty trainable reply."""
+    from orch_otel.tracefiles import TraceWriter, load_contents
+
+    base, info = runs
+    trace = json.loads(json.dumps(info["source"]))
+    last = [e for e in trace["events"] if e["type"] == "message" and e.get("channel") == "llm"][-1]
+    assert last["agent"] == "supervisor"
+    del last["content_ref"]  # the supervisor's "all done" call, cut off
+    writer = TraceWriter(tmp_path / "cut")
+    writer.write(trace, load_contents(base / "recorded"))
+    writer.close()
+    build([tmp_path / "cut"], tmp_path, Config(view="chat"))
+    rows = _rows(tmp_path / "chat.jsonl")
+    replies = [m for r in rows for m in r["messages"] if m.get("trainable")]
+    assert replies and all(m["content"] or m.get("tool_calls") for m in replies)
+    assert "all done" not in [m["content"] for m in replies]
+    assert len(replies) == 6  # the 7 calls of the run, less the cut one
+
+
+def test_a_call_whose_prompt_does_not_extend_the_row_starts_a_new_row(tmp_path):
+    """langgraph_apps.build_trimming_agent: the pre_model_hook sends the third
+    call [human, the add(3, 4) call, its result]. Each chat row is what its
+    last call was sent, then its reply; the add(3, 4) call is trained in the
+    first row only."""
+    import langgraph_apps as apps
+    from fixtures.dataset_runs import record_instrumented
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    record_instrumented(tmp_path / "t", LangGraphInstrumentor(),
+                        lambda: apps.build_trimming_agent().invoke(apps.user_input("add")))
+    build([tmp_path / "t"], tmp_path, Config(view="chat"))
+    first, second = _rows(tmp_path / "chat.jsonl")
+    add_12 = {"id": "call_a", "type": "function", "function": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+    add_34 = {"id": "call_b", "type": "function", "function": {"name": "add", "arguments": {"a": 3, "b": 4}}}
+    assert first["messages"] == [
+        {"role": "user", "content": "add"},
+        {"role": "assistant", "content": "", "tool_calls": [add_12], "trainable": True, "weight": 1},
+        {"role": "tool", "content": "3", "tool_call_id": "call_a"},
+        {"role": "assistant", "content": "", "tool_calls": [add_34], "trainable": True, "weight": 1}]
+    assert second["messages"] == [
+        {"role": "user", "content": "add"},
+        {"role": "assistant", "content": "", "tool_calls": [add_34], "trainable": False, "weight": 0},
+        {"role": "tool", "content": "7", "tool_call_id": "call_b"},
+        {"role": "assistant", "content": "3 and 7", "trainable": True, "weight": 1}]
+    assert (first["segment"], second["segment"]) == (0, 1)
+    assert second["prompt"] == second["messages"][:3] and second["completion"] == second["messages"][3:]
+
+
+def test_a_reply_from_an_earlier_run_of_the_thread_is_the_agents_own_turn(tmp_path):
+    """langgraph_apps.build_resumable_chat, run twice on one thread: the second
+    run's prompt holds the first run's answer; it is the agent's own turn
+    (assistant, not trained again), not another speaker's message."""
+    import langgraph_apps as apps
+    from fixtures.dataset_runs import record_instrumented
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    agent, config = apps.build_resumable_chat(), {"configurable": {"thread_id": "thread-1"}}
+
+    def two_runs() -> None:
+        agent.invoke(apps.user_input("hi"), config)
+        agent.invoke(apps.user_input("again"), config)
+
+    first, second = record_instrumented(tmp_path / "t", LangGraphInstrumentor(), two_runs)
+    assert first["task_id"] == second["task_id"] == "thread-1"
+    build([tmp_path / "t"], tmp_path, Config(view="chat"))
+    rows = {r["trace_id"]: r for r in _rows(tmp_path / "chat.jsonl")}
+    assert rows[second["trace_id"]]["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello there", "trainable": False, "weight": 0},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "second answer", "trainable": True, "weight": 1}]
+
+
+def test_verl_tools_whose_schemas_disagree_on_a_type_still_fit_one_column():
+    """Parquet types a column once per file: two tools whose parameter schemas
+    give one key values of different types (a default 0 and a default "a")
+    cannot share a struct type, so their parameters become JSON text, and
+    every row is still written."""
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is in the optional extra: pip install 'orch-otel[datasets]'")
+    from orch_otel.datasets.verl import tools_type
+
+    def tool(name, prop):
+        return {"type": "function", "function": {"name": name, "description": "", "parameters": {
+            "type": "object", "properties": {"x": prop}}}}
+
+    agreeing = [{"tools": [tool("a", {"type": "integer"})]}, {"tools": [tool("b", {"type": "string"})]}]
+    kind = tools_type(pa, agreeing)
+    assert pa.array([r["tools"] for r in agreeing], type=kind).to_pylist()[0][0]["function"]["parameters"] == {
+        "type": "object", "properties": {"x": {"type": "integer"}}}
+    clashing = [{"tools": [tool("a", {"type": "integer", "default": 0})]},
+                {"tools": [tool("b", {"type": "string", "default": "a"})]}, {"tools": []}]
+    kind = tools_type(pa, clashing)
+    written = pa.array([r["tools"] for r in clashing], type=kind).to_pylist()
+    assert [json.loads(t["function"]["parameters"]) for r in written for t in r] == [
+        {"type": "object", "properties": {"x": {"type": "integer", "default": 0}}},
+        {"type": "object", "properties": {"x": {"type": "string", "default": "a"}}}]

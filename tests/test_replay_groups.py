@@ -64,9 +64,16 @@ def test_preferences_from_replay_branches_load_with_pyarrow_and_datasets(branche
     folder, _, _ = branches
     build([folder], tmp_path, Config(view="preferences"), fmt="parquet")
     build([folder], tmp_path, Config(view="groups"), fmt="hf")
-    (pair,) = pq.read_table(tmp_path / "preferences.parquet").to_pylist()
+    assert pq.read_table(tmp_path / "preferences.parquet").num_rows == 1
+    (pair,) = datasets.load_dataset("parquet", data_files=str(tmp_path / "preferences.parquet"), split="train",
+                                    cache_dir=str(tmp_path / "cache"))
     # the supervisor's reply at the fork, as served in each branch: the handoff it made
-    assert pair["chosen"][0]["tool_calls"][0]["function"]["name"] == "transfer_to_math_expert"
-    assert pair["rejected"][0]["tool_calls"][0]["function"]["name"] == "transfer_to_research_expert"
+    (chosen,) = pair["chosen"][0]["tool_calls"]
+    (rejected,) = pair["rejected"][0]["tool_calls"]
+    assert (chosen["function"]["name"], chosen["id"]) == ("transfer_to_math_expert", "call_to_math")
+    assert rejected["function"]["name"] == "transfer_to_research_expert"
+    assert rejected["id"] != "call_to_math"  # a changed call is not the recorded one: an id of its own
+    assert chosen["function"]["arguments"] == rejected["function"]["arguments"] == {}  # as chat templates take them
+    assert {t["function"]["name"] for t in pair["tools"]} == {"transfer_to_math_expert", "transfer_to_research_expert"}
     assert [(m["role"], m["content"]) for m in pair["prompt"]] == [("user", "add 1 and 2, then look up otel")]
     assert len(datasets.load_from_disk(str(tmp_path / "groups"))) == 2

@@ -23,8 +23,9 @@ import orjson
 from ..tracefiles import ContentIndex
 from ..vocabulary import Channel, EventKind
 from .analysis import Config, Prepared, find_turns
+from .conversations import for_templates
 from .messages import fingerprint, text_of
-from .views import decision_points, llm_item, turn_contents
+from .views import decision_points, llm_item, offered_tools, turn_contents
 
 EPS = 1e-6  # in the normalised advantage's denominator: a group whose rewards are all equal gets 0, not a division by zero
 _FORK_TEXTS = ("source_trace_id", "event_id", "decision", "group")
@@ -100,6 +101,7 @@ def _decider_messages(p: Prepared, config: Config, store: ContentIndex, need: bo
     side as in ``turns``) and that call's reply (None without one)."""
     event, fork, llm, context = _fork_point(p, store)
     prompt = reply = None
+    tools = offered_tools(store, llm.get("tools_ref")) if llm is not None else []
     if llm is not None:
         turns = find_turns(p.events)
         contents = turn_contents(p, turns, store, config.view, need)
@@ -110,12 +112,12 @@ def _decider_messages(p: Prepared, config: Config, store: ContentIndex, need: bo
                 reply["tool_calls"] = output["tool_calls"]
     if prompt is None and (llm is None or need):
         prompt = _stated_prompt(event, fork, context)
-    return event, fork, context, prompt, reply
+    return event, fork, context, for_templates(prompt), reply, tools
 
 
 def group_member(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     """A branch's ``groups`` row, its group statistics left for :func:`finish`."""
-    event, fork, context, prompt, _ = _decider_messages(p, config, store, config.need_content)
+    event, fork, context, prompt, _, tools = _decider_messages(p, config, store, config.need_content)
     return [{
         "group_id": fork["group"],
         "source_trace_id": fork["source_trace_id"],
@@ -128,6 +130,7 @@ def group_member(p: Prepared, config: Config, store: ContentIndex) -> list[dict[
         "recorded": fork["recorded"],
         "context": context,
         "prompt": prompt,
+        "tools": tools,
         **p.base,
         "reward": p.reward,
         "rewards": p.rewards,
@@ -142,13 +145,13 @@ def group_member(p: Prepared, config: Config, store: ContentIndex) -> list[dict[
 
 def preference_member(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     """What a branch brings to its group's pairs: the prompt, its reply at the fork, its choice, its reward."""
-    event, fork, _, prompt, reply = _decider_messages(p, config, store, True)
+    event, fork, _, prompt, reply, tools = _decider_messages(p, config, store, True)
     stated = {"role": "assistant", "content": orjson.dumps({"decision": fork["decision"], "targets": fork["forced"]}).decode()}
     return [{
         "group_id": fork["group"], "source_trace_id": fork["source_trace_id"], "fork_event_id": fork["event_id"],
         "decision": fork["decision"], "agent": event["agent"], "trace_id": p.trace["trace_id"],
-        "task_id": p.trace["task_id"], "option": fork["forced"], "reward": p.reward,
-        "prompt": prompt, "reply": reply, "stated": stated,
+        "task_id": p.trace["task_id"], "option": fork["forced"], "recorded": fork["recorded"], "reward": p.reward,
+        "prompt": prompt, "reply": reply, "stated": stated, "tools": tools,
     }]
 
 
@@ -178,8 +181,25 @@ def _replies(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict
     differ; else (no LLM decided, or the choice was forced after the model
     answered, so the replies do not show it) each branch's stated choice."""
     if a["reply"] is not None and b["reply"] is not None and fingerprint(a["reply"]) != fingerprint(b["reply"]):
-        return a["reply"], b["reply"]
+        return _own_call_ids(a, b["reply"]), _own_call_ids(b, a["reply"])
     return a["stated"], b["stated"]
+
+
+def _own_call_ids(member: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """The member's reply, arguments as dicts; a tool call that shares its id
+    with a different call of the other reply (a replay that forced another
+    option edits the recorded call, keeping its id) gets an id of its own
+    in the branch that did not take the recorded option."""
+    reply = (for_templates([member["reply"]]) or [member["reply"]])[0]
+    if member["option"] == member["recorded"]:
+        return reply
+    theirs = {c["id"]: c["function"]["name"] for c in other.get("tool_calls") or ()}
+    calls = []
+    for i, call in enumerate(reply.get("tool_calls") or ()):
+        if call["id"] in theirs and theirs[call["id"]] != call["function"]["name"]:
+            call = {**call, "id": f"call_{member['trace_id'][:12]}_{i}"}
+        calls.append(call)
+    return {**reply, "tool_calls": calls} if calls else reply
 
 
 def _pairs(members: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -194,6 +214,7 @@ def _pairs(members: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                 "prompt": chosen["prompt"],
                 "chosen": [chosen_reply],
                 "rejected": [rejected_reply],
+                "tools": chosen["tools"],
                 "group_id": a["group_id"], "source_trace_id": a["source_trace_id"],
                 "fork_event_id": a["fork_event_id"], "decision": a["decision"], "agent": a["agent"],
                 "task_id": a["task_id"],

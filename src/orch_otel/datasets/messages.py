@@ -162,20 +162,6 @@ def normalize_output(value: Any) -> dict[str, Any]:
     return last
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a["role"] == b["role"] and a["content"] == b["content"]
-
-
-def extend_conversation(conversation: list[dict[str, Any]], incoming: list[dict[str, Any]]) -> None:
-    """Append the part of ``incoming`` (a turn's full input) that the
-    conversation does not already end with: the suffix after their longest
-    common prefix."""
-    k = 0
-    while k < len(conversation) and k < len(incoming) and _same(conversation[k], incoming[k]):
-        k += 1
-    conversation.extend(incoming[k:])
-
-
 def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
     """What identifies an assistant turn across prompts: its text and its tool
     calls (id and name)."""
@@ -200,13 +186,20 @@ def _as_input(message: dict[str, Any], speaker: str | None, call_names: dict[str
 
 
 def as_seen_by(messages: list[dict[str, Any]], agent: str,
-               producers: dict[tuple[Any, ...], list[str]]) -> list[dict[str, Any]]:
+               producers: dict[tuple[Any, ...], list[str]], sole: bool = False) -> list[dict[str, Any]]:
     """A prompt from ``agent``'s side: an assistant message stays one only if
     ``agent``'s model produced it (its fingerprint is among ``agent``'s
     recorded outputs, or the recording names ``agent`` as its source). Any
     other assistant message (another agent's turn, or one the framework wrote)
     becomes a user message naming its speaker, its tool calls as text; a tool
-    result that answers a call not kept here becomes a user message too."""
+    result that answers a call not kept here becomes a user message too.
+
+    ``sole``: ``agent`` is the trace's only agent with LLM calls. Then an
+    assistant message that names no speaker and that no agent of the trace
+    produced stays ``agent``'s own: a reply from an earlier run of the same
+    conversation (a LangGraph resume on the thread, a continued session), or
+    one the app put in the prompt (a few-shot turn). In a multi-agent trace
+    its speaker cannot be told, and it is input."""
     kept: set[str] = set()
     call_names: dict[str, str] = {}
     out = []
@@ -216,7 +209,7 @@ def as_seen_by(messages: list[dict[str, Any]], agent: str,
             calls = m.get("tool_calls") or ()
             call_names.update((c["id"], c["function"]["name"]) for c in calls)
             speakers = producers.get(fingerprint(m), [])
-            if agent in speakers or m.get("name") == agent:
+            if agent in speakers or m.get("name") == agent or (sole and not speakers and not m.get("name")):
                 kept.update(c["id"] for c in calls)
                 out.append({k: v for k, v in m.items() if k != "name"})
             else:

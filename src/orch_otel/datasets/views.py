@@ -26,7 +26,8 @@ from typing import Any
 from ..tracefiles import ContentIndex
 from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
-from .messages import as_seen_by, extend_conversation, fingerprint, normalize_messages, normalize_output
+from .conversations import for_templates, prompt_and_completion, row_messages, split_episode
+from .messages import as_seen_by, fingerprint, normalize_messages, normalize_output
 
 CAPTURE_HINT = (
     "the {view} view needs captured content (prompts and replies), and trace {trace_id} "
@@ -175,7 +176,8 @@ def turn_contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str
     for turn, (_, output) in zip(turns, raw):
         if output is not None:
             producers[fingerprint(output)].append(turn.episode[0])
-    return [(as_seen_by(messages, t.episode[0], producers) if messages is not None else None, output)
+    sole = len({t.episode[0] for t in turns}) == 1
+    return [(as_seen_by(messages, t.episode[0], producers, sole) if messages is not None else None, output)
             for t, (messages, output) in zip(turns, raw)]
 
 
@@ -207,6 +209,7 @@ def turn_rows(p: Prepared, config: Config, store: ContentIndex, turns: list[Turn
             "output": output["content"] if output is not None else None,
             "output_tool_calls": output.get("tool_calls") if output is not None else None,
             "tool_calls": [_tool_call(p, turn, i, store) for i in turn.tool_calls],
+            "tools": offered_tools(store, e.get("tools_ref")),
             "input_tokens": e.get("input_tokens"),
             "output_tokens": e.get("output_tokens"),
             "reward": p.reward,
@@ -248,61 +251,71 @@ def offered_tools(store: ContentIndex, ref: str | None) -> list[dict[str, Any]]:
     return out
 
 
-TRAINABLE = {"trainable": True, "weight": 1}  # verl / prime-rl read trainable; OpenAI fine-tuning reads weight
-CONTEXT = {"trainable": False, "weight": 0}
+def _row_tools(p: Prepared, store: ContentIndex, items: list[tuple[Turn, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The tools the row's calls were offered, as recorded with the calls; a
+    tool that was called but not recorded as offered gets a schema inferred
+    from its calls' arguments."""
+    tools: dict[str, dict[str, Any]] = {}
+    inferred: set[str] = set()
+    for turn, row in items:
+        for tool in offered_tools(store, p.events[turn.index].get("tools_ref")):
+            tools[tool["function"]["name"]] = tool
+            inferred.discard(tool["function"]["name"])
+        for call in row["output_tool_calls"] or ():
+            name = call["function"]["name"]
+            if name not in tools:
+                tools[name] = _tool_schema(name, None)
+                inferred.add(name)
+        for call in row["tool_calls"]:
+            if call["tool"] and (call["tool"] not in tools or ("arguments" in call and call["tool"] in inferred)):
+                tools[call["tool"]] = _tool_schema(call["tool"], call.get("arguments"))
+                inferred.add(call["tool"])
+    return list(tools.values())
 
 
-def _context(message: dict[str, Any]) -> dict[str, Any]:
-    """A prompt message: an assistant one (this agent's own earlier output, from
-    an earlier episode) is context here, trained in the row that produced it."""
-    return {**message, **CONTEXT} if message["role"] == "assistant" else message
+def _reply(row: dict[str, Any]) -> dict[str, Any]:
+    reply: dict[str, Any] = {"role": "assistant", "content": row["output"] or ""}
+    if row["output_tool_calls"]:
+        reply["tool_calls"] = row["output_tool_calls"]
+    return reply
 
 
 def chat_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
+    """Rows of :mod:`.conversations`: per agent episode, one per run of calls
+    whose prompts extend each other."""
     turns = find_turns(p.events)
     turn_data = turn_rows(p, config, store, turns, need_content=True)
     episodes: dict[tuple[str, int], list[tuple[Turn, dict[str, Any]]]] = {}
     for turn, row in zip(turns, turn_data):
+        if row["output_ref"] is None:  # cut off before it answered (cancelled): no reply to train
+            continue
         episodes.setdefault(turn.episode, []).append((turn, row))
     rows = []
     for (agent, episode), items in episodes.items():
-        conversation: list[dict[str, Any]] = []
-        tools: dict[str, dict[str, Any]] = {}  # recorded definitions; else inferred from the calls
-        inferred: set[str] = set()
-        n_steps, last = 0, 0
-        for turn, row in items:
-            for tool in offered_tools(store, p.events[turn.index].get("tools_ref")):
-                tools[tool["function"]["name"]] = tool
-                inferred.discard(tool["function"]["name"])
-            extend_conversation(conversation, [_context(m) for m in row["input_messages"] or []])
-            reply: dict[str, Any] = {"role": "assistant", "content": row["output"] or "", **TRAINABLE}
-            if row["output_tool_calls"]:
-                reply["tool_calls"] = row["output_tool_calls"]
-                for call in row["output_tool_calls"]:
-                    name = call["function"]["name"]
-                    if name not in tools:
-                        tools[name] = _tool_schema(name, None)
-                        inferred.add(name)
-            conversation.append(reply)
-            for call in row["tool_calls"]:
-                if call["tool"] and (call["tool"] not in tools or ("arguments" in call and call["tool"] in inferred)):
-                    tools[call["tool"]] = _tool_schema(call["tool"], call.get("arguments"))
-                    inferred.add(call["tool"])
-            n_steps += 1 + len(turn.tool_calls)
-            last = max([last, turn.index, *turn.tool_calls])
-        first = p.events[items[0][0].index]
-        rows.append({
-            **p.base,
-            "agent": agent,
-            "role": first.get("role"),
-            "episode": episode,
-            "messages": conversation,
-            "tools": list(tools.values()) or None,
-            "reward": p.reward,
-            "credit_unit": "agent",
-            **p.credit.unit(agent, n_steps, last, first.get("instance")),
-            **p.outcome_columns,
-        })
+        calls = [(row["input_messages"] or [], _reply(row)) for _, row in items]
+        for segment, indexes in enumerate(split_episode(calls)):
+            part = [items[i] for i in indexes]
+            messages = for_templates(row_messages([calls[i] for i in indexes])) or []
+            prompt, completion = prompt_and_completion(messages)
+            n_steps = sum(1 + len(turn.tool_calls) for turn, _ in part)
+            last = max(i for turn, _ in part for i in (turn.index, *turn.tool_calls))
+            first = p.events[part[0][0].index]
+            rows.append({
+                **p.base,
+                "agent": agent,
+                "role": first.get("role"),
+                "episode": episode,
+                "segment": segment,
+                "event_ids": [row["event_id"] for _, row in part],
+                "messages": messages,
+                "prompt": prompt,
+                "completion": completion,
+                "tools": _row_tools(p, store, part),
+                "reward": p.reward,
+                "credit_unit": "agent",
+                **p.credit.unit(agent, n_steps, last, first.get("instance")),
+                **p.outcome_columns,
+            })
     return rows
 
 

@@ -21,7 +21,8 @@ from .._jsonvalues import unwritable
 from .analysis import VIEWS
 from .art import group_line
 from .schema import arrow_schema
-from .trainers import FITS, verl_rows, verl_schema
+from .trainers import FITS
+from .verl import SFT_VIEWS, tools_type, verl_rows, verl_schema
 
 FORMATS = ("jsonl", "parquet", "hf", "verl", "art")
 BATCH_ROWS = 2_000
@@ -122,7 +123,7 @@ class ParquetWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.schema = schema if schema is not None else arrow_schema(columns)
         self.json_cols = [name for name, kind in columns if kind == "json"]
-        self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
+        self._writer: Any = None  # opened at the first write: a subclass may settle the schema until then
         self._buffer: list[tuple[Any, list[dict[str, Any]]]] = []  # (tag, rows) per trace
         self._pending = 0
         self.rows = 0
@@ -147,6 +148,8 @@ class ParquetWriter:
         if not self._buffer:
             return []
         buffer, self._buffer, self._pending = self._buffer, [], 0
+        if self._writer is None:
+            self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
         try:
             self._writer.write_table(self._table([row for _, rows in buffer for row in rows]))
             return []
@@ -182,6 +185,8 @@ class ParquetWriter:
     def close(self, ok: bool = True) -> None:
         if ok and self._buffer:  # rows set aside here would go unreported
             raise RuntimeError("ParquetWriter.finish() must be called before close()")
+        if self._writer is None:
+            self._writer = self.pq.ParquetWriter(str(self.tmp), self.schema)
         self._writer.close()
         if ok:
             os.replace(self.tmp, self.path)
@@ -238,15 +243,29 @@ class HFWriter:
 
 
 class VerlWriter(ParquetWriter):
-    """verl's RL dataset Parquet: each trace's view rows mapped by :func:`~.trainers.verl_rows`."""
+    """verl's Parquet: each trace's view rows mapped by :func:`~.verl.verl_rows`,
+    numbered across the file. For ``chat`` (whose ``tools`` column is typed
+    from every row, see :mod:`.verl`) the rows are written at the end."""
 
     def __init__(self, path: Path, view: str):
         _need("pyarrow", "verl")  # the missing-extra message before the schema needs pyarrow
         super().__init__(path, [], fmt="verl", schema=verl_schema(view))
         self.view = view
+        self._index = 0
 
     def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
-        return super().write(verl_rows(self.view, rows), tag)
+        mapped = verl_rows(self.view, rows, self._index)
+        self._index += len(mapped)
+        if self.view not in SFT_VIEWS:
+            return super().write(mapped, tag)
+        self._buffer.append((tag, mapped))
+        self.rows += len(mapped)
+        return []
+
+    def finish(self) -> SetAside:
+        if self.view in SFT_VIEWS and self._writer is None:
+            self.schema = verl_schema(self.view, tools_type(self.pa, [row for _, rows in self._buffer for row in rows]))
+        return super().finish()
 
 
 class ArtWriter(JsonlWriter):
