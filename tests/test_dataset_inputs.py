@@ -142,8 +142,9 @@ def test_cli_errors_are_clear(runs, tmp_path, capsys):
     src, _ = runs
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat", "--strict"]) == 1
     assert "needs captured content" in capsys.readouterr().err
-    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 0  # skipped and named
-    assert "traces skipped (no captured content)" in capsys.readouterr().out
+    # without --strict each trace is skipped; none is left, so no row: an error too, not an empty success
+    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 1
+    assert "none of the" in capsys.readouterr().err
     bad = tmp_path / "o.jsonl"
     bad.write_text('{"task_id": "calc-ok", "success": "maybe"}\n')
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "turns", "--outcomes", str(bad)]) == 2
