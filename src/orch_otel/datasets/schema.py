@@ -12,7 +12,7 @@ from typing import Any
 
 from .analysis import Config
 
-# kind names: str, float, int, bool, json, strs (list of strings), action, messages
+# kind names: str, float, int, bool, json, strs (list of strings), ints, floats, action, messages
 _BASE = [("trace_id", "str"), ("task_id", "str"), ("system", "str"), ("topology", "str")]
 
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -31,7 +31,9 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("t", "float"), ("duration_s", "float"), ("status", "str"), ("episode", "int"), ("turn_index", "int"),
         ("input_ref", "str"), ("output_ref", "str"), ("input_messages", "json"), ("output", "str"),
         ("output_tool_calls", "json"), ("tool_calls", "json"), ("input_tokens", "int"),
-        ("output_tokens", "int"), ("reward", "float"), ("credit_unit", "str"),
+        ("output_tokens", "int"), ("instance", "str"), ("decisions", "strs"), ("tokens_ref", "str"),
+        ("prompt_token_ids", "ints"), ("response_token_ids", "ints"), ("response_logprobs", "floats"),
+        ("reward", "float"), ("rewards", "json"), ("credit_unit", "str"),
     ],
     "chat": _BASE + [
         ("agent", "str"), ("role", "str"), ("episode", "int"), ("messages", "messages"), ("tools", "json"),
@@ -80,6 +82,8 @@ def arrow_schema(cols: list[tuple[str, str]]):
         "bool": pa.bool_(),
         "json": pa.json_(),
         "strs": pa.list_(pa.string()),
+        "ints": pa.list_(pa.int64()),
+        "floats": pa.list_(pa.float64()),
         "action": pa.struct([
             ("targets", pa.list_(pa.string())), ("fanout_size", pa.int64()), ("reason", pa.string()),
             ("sources", pa.list_(pa.string())), ("message_type", pa.string()),
