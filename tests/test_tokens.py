@@ -146,6 +146,9 @@ def test_openai_sdk_calls_keep_the_ids_and_logprobs_the_server_sent(tmp_path, se
         _sdk_conversation(openai.OpenAI(base_url=srv.url, api_key="x"), stream)
     rows = rec.turns()
     assert [r["agent"] for r in rows] == ["solo", "solo"]
+    # the orchestration context stays with each call: the agent's run ends (its stop) after its second call
+    assert [r["decisions"] for r in rows] == [[], ["stop"]]
+    assert rows[0]["instance"] == rows[1]["instance"] is not None
     assert_rows_equal_sent(srv, rows)
     assert all(s["prompt_token_ids"] and s["response_token_ids"] and s["logprobs"] for s in srv.sent)
     assert_no_tokens_on_spans(rec, srv)
@@ -215,6 +218,11 @@ def test_langgraph_agent_with_chat_openai(tmp_path, server, streaming):
     first, second = (json.loads(rec.contents[r["tokens_ref"]]) for r in rows)
     assert isinstance(first["prompt"], list) and second["prompt"]["base"] == rows[0]["tokens_ref"]
     assert_no_tokens_on_spans(rec, srv)
+    pq = pytest.importorskip("pyarrow.parquet")
+    build([rec.directory], tmp_path / "pq", Config(view="turns"), fmt="parquet")
+    table = pq.read_table(tmp_path / "pq" / "turns.parquet")
+    assert str(table.schema.field("response_token_ids").type.value_type) == "int64"
+    assert table.column("response_logprobs").to_pylist() == [r["response_logprobs"] for r in rows]
 
 
 def test_langgraph_node_streaming_a_chat_model(tmp_path, server):
@@ -492,3 +500,67 @@ def test_live_export_writes_ids_to_the_content_store_and_none_to_otlp(tmp_path, 
     assert_rows_equal_sent(sent, Recording(trace_dir).turns())
     lines = "".join(p.read_text() for p in trace_dir.glob("traces-*.jsonl"))
     assert not any(t in lines for t in logprob_texts)
+
+
+# -- the host is never broken ---------------------------------------------------------------------
+
+
+def test_a_stream_left_early_keeps_nothing_and_the_app_goes_on(tmp_path, server):
+    import openai
+
+    import orch_otel
+
+    srv = server()
+    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    with recording(tmp_path) as rec:
+        with orch_otel.agent("solo"), orch_otel.llm_call("m"):
+            with client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True,
+                                                **ASK) as stream:
+                first = next(iter(stream))
+    assert first.choices[0].delta.role == "assistant"
+    (row,) = rec.turns()
+    assert row["response_token_ids"] is None and row["tokens_ref"] is None
+
+
+def test_malformed_ids_read_as_absent_and_the_response_is_untouched(tmp_path, server):
+    import openai
+
+    import orch_otel
+
+    srv = server()
+    original = srv._completion
+
+    def broken(*args, **kwargs):
+        out = original(*args, **kwargs)
+        out["prompt_token_ids"] = "not a list"
+        out["choices"][0]["token_ids"] = [1, "two", 3]
+        return out
+
+    srv._completion = broken  # type: ignore[method-assign]
+    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    with recording(tmp_path) as rec:
+        with orch_otel.agent("solo"), orch_otel.llm_call("m"):
+            response = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], **ASK)
+    assert response.model_extra["prompt_token_ids"] == "not a list"
+    (row,) = rec.turns()
+    assert row["prompt_token_ids"] is None and row["response_token_ids"] is None
+    assert row["response_logprobs"] == srv.sent[0]["logprobs"]  # what was well formed is kept
+
+
+def test_zero_code_capture_from_the_environment(tmp_path, run_zero_code):
+    trace_dir = tmp_path / "traces"
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from openai_server import OpenAIServer
+import openai, orch_otel
+srv = OpenAIServer("vllm").start()
+client = openai.OpenAI(base_url=srv.url, api_key="x")
+with orch_otel.agent("solo"), orch_otel.llm_call("m"):
+    client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "x"}}], logprobs=True,
+                                   extra_body={{"return_token_ids": True}})
+print(json.dumps(srv.sent))
+"""
+    done = run_zero_code(code, trace_dir, env={"ORCH_OTEL_CAPTURE_TOKENS": "true"})
+    assert done.returncode == 0, done.stderr
+    assert_rows_equal_sent(json.loads(done.stdout.strip().splitlines()[-1]), Recording(trace_dir).turns())
