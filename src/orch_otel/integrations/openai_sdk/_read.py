@@ -21,14 +21,22 @@ from ..._tokens import TokenRecord, logprob_values, token_ids
 
 
 def _field(obj: Any, name: str) -> Any:
-    """A field of an SDK model, known or extra, or of a dict."""
+    """A field the SDK knows (``choices``, ``index``, ``logprobs``...), of a model or a dict."""
     if isinstance(obj, dict):
         return obj.get(name)
-    value = getattr(obj, name, None)
-    if value is None:
+    return getattr(obj, name, None)
+
+
+def _extra(obj: Any, name: str) -> Any:
+    """A field the SDK does not know (``token_ids``, ``sglext``...): kept in
+    ``model_extra`` (looked up there, not by attribute: a miss would raise and
+    catch an AttributeError on every chunk)."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    extra = getattr(obj, "__pydantic_extra__", None)
+    if extra is None:  # not pydantic 2's own slot: the SDK's model_extra
         extra = getattr(obj, "model_extra", None)
-        value = extra.get(name) if isinstance(extra, dict) else None
-    return value
+    return extra.get(name) if isinstance(extra, dict) else None
 
 
 def _first_choice(obj: Any) -> Any:
@@ -47,26 +55,26 @@ def _logprobs(choice: Any) -> list[Any] | None:
 
 
 def _sglext_ids(obj: Any) -> tuple[list[int] | None, list[int] | None]:
-    ext = _field(obj, "sglext")
-    if ext is None:
+    ext = _extra(obj, "sglext")
+    if not isinstance(ext, dict):
         return None, None
-    outputs = _field(ext, "output_ids")
+    outputs = ext.get("output_ids")
     first = outputs[0] if isinstance(outputs, list) and outputs else None
-    return token_ids(_field(ext, "input_ids")), token_ids(first)
+    return token_ids(ext.get("input_ids")), token_ids(first)
 
 
 def completion_tokens(response: Any) -> TokenRecord | None:
     """The token record of a whole ``ChatCompletion``; None when it has no ids nor logprobs."""
     choice = _first_choice(response)
     ext_prompt, ext_response = _sglext_ids(response)
-    prompt = token_ids(_field(response, "prompt_token_ids"))
+    prompt = token_ids(_extra(response, "prompt_token_ids"))
     response_ids = None
     logprobs = None
     if choice is not None:
-        prompt = prompt or token_ids(_field(choice, "prompt_token_ids"))
-        response_ids = token_ids(_field(choice, "token_ids"))
+        prompt = prompt or token_ids(_extra(choice, "prompt_token_ids"))
+        response_ids = token_ids(_extra(choice, "token_ids"))
         if response_ids is None:
-            response_ids = token_ids(_field(choice, "response_token_ids"))
+            response_ids = token_ids(_extra(choice, "response_token_ids"))
         logprobs = _logprobs(choice)
     record = TokenRecord(prompt if prompt is not None else ext_prompt,
                          response_ids if response_ids is not None else ext_response,
@@ -89,7 +97,7 @@ class StreamTokens:
 
     def add(self, chunk: Any) -> None:
         if self.prompt is None:
-            self.prompt = token_ids(_field(chunk, "prompt_token_ids"))
+            self.prompt = token_ids(_extra(chunk, "prompt_token_ids"))
         ext_prompt, ext_response = _sglext_ids(chunk)
         self.ext_prompt = ext_prompt or self.ext_prompt
         self.ext_response = ext_response or self.ext_response
@@ -97,8 +105,8 @@ class StreamTokens:
         if choice is None:
             return
         if self.prompt is None:
-            self.prompt = token_ids(_field(choice, "prompt_token_ids"))
-        ids = token_ids(_field(choice, "token_ids"))
+            self.prompt = token_ids(_extra(choice, "prompt_token_ids"))
+        ids = token_ids(_extra(choice, "token_ids"))
         if ids is not None:
             self.ids.extend(ids)
             self._has_ids = True
