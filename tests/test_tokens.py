@@ -192,10 +192,11 @@ def _add(a: int, b: int) -> int:
     return a + b
 
 
-def _chat_openai(srv: OpenAIServer, streaming: bool = False):
+def _chat_openai(srv: OpenAIServer, streaming: bool | None = None):
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model="m", base_url=srv.url, api_key="x", streaming=streaming, **ASK)
+    options = {} if streaming is None else {"streaming": streaming}  # streaming=False would turn .stream() into .invoke()
+    return ChatOpenAI(model="m", base_url=srv.url, api_key="x", **options, **ASK)
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -239,6 +240,7 @@ def test_langgraph_node_streaming_a_chat_model(tmp_path, server):
     srv = server()
     srv.script(Reply("streamed answer"), Reply("checked"))
     model = _chat_openai(srv)
+    requests = srv.requests
 
     def writer(state: State) -> dict:
         return {"answer": "".join(str(c.content) for c in model.stream(state["question"]))}
@@ -255,6 +257,7 @@ def test_langgraph_node_streaming_a_chat_model(tmp_path, server):
     with recording(tmp_path, LangGraphInstrumentor()) as rec:
         out = graph.compile().invoke({"question": "q", "answer": ""})
     assert out["answer"] == "checked"
+    assert [bool(r.get("stream")) for r in requests] == [True, False]  # the writer's request really streamed
     rows = rec.turns()
     assert [r["agent"] for r in rows] == ["writer", "checker"]
     assert_rows_equal_sent(srv, rows)
@@ -564,3 +567,32 @@ print(json.dumps(srv.sent))
     done = run_zero_code(code, trace_dir, env={"ORCH_OTEL_CAPTURE_TOKENS": "true"})
     assert done.returncode == 0, done.stderr
     assert_rows_equal_sent(json.loads(done.stdout.strip().splitlines()[-1]), Recording(trace_dir).turns())
+
+
+def test_langgraph_runs_on_threads_with_batched_calls_each_keep_their_own_ids(tmp_path, server):
+    """The sync twin: ``app.batch`` runs the graphs on threads; a node's ``generate`` starts two calls at once."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    class State(TypedDict):
+        question: str
+
+    srv = server()
+    model = _chat_openai(srv)
+
+    def pair(state: State) -> dict:
+        model.generate([[HumanMessage(f"{state['question']} first")], [HumanMessage(f"{state['question']} second")]])
+        return {}
+
+    graph = StateGraph(State)
+    graph.add_node("pair", pair)
+    graph.add_edge(START, "pair")
+    graph.add_edge("pair", END)
+    with recording(tmp_path, LangGraphInstrumentor()) as rec:
+        graph.compile().batch([{"question": f"q{i}"} for i in range(6)])
+    rows = rec.turns()
+    assert len(rec.traces) == 6 and len(rows) == 12
+    assert_rows_equal_sent(srv, rows)
