@@ -356,6 +356,8 @@ def test_sglang_layout(tmp_path, server, stream):
 
 
 def test_a_server_without_ids_changes_nothing_and_rows_say_absent(tmp_path, server):
+    import langgraph.pregel  # noqa: F401 - the LangGraph integration applies on its import
+
     import orch_otel
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
 
@@ -596,3 +598,60 @@ def test_langgraph_runs_on_threads_with_batched_calls_each_keep_their_own_ids(tm
     rows = rec.turns()
     assert len(rec.traces) == 6 and len(rows) == 12
     assert_rows_equal_sent(srv, rows)
+
+
+def test_request_tokens_for_sglang_streams_asks_for_the_sglext_ids(tmp_path, server, monkeypatch):
+    import openai
+
+    import orch_otel
+
+    monkeypatch.setenv("ORCH_OTEL_REQUEST_TOKENS", "sglang")
+    srv = server("sglang")
+    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    with recording(tmp_path) as rec:
+        with orch_otel.agent("solo"):
+            for stream in (False, True):
+                with orch_otel.llm_call("m"):
+                    response = client.chat.completions.create(model="m", stream=stream,
+                                                              messages=[{"role": "user", "content": f"stream={stream}"}])
+                    if stream:
+                        list(response)
+    plain, streamed = srv.requests
+    assert plain["return_token_ids"] is True and "return_output_ids_in_sglext" not in plain
+    assert streamed["return_output_ids_in_sglext"] is True and "return_token_ids" not in streamed  # SGLang refuses it
+    rows = rec.turns()
+    assert_rows_equal_sent(srv, rows)
+    assert all(r["prompt_token_ids"] and r["response_token_ids"] and r["response_logprobs"] for r in rows)
+
+
+def test_chat_openai_streaming_through_with_raw_response(tmp_path, server):
+    """``include_response_headers`` makes ChatOpenAI stream through ``with_raw_response``: the parsed stream is read."""
+    import langgraph.pregel  # noqa: F401 - the LangGraph integration applies on its import
+    from langchain_openai import ChatOpenAI
+
+    import orch_otel
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    srv = server()
+    model = ChatOpenAI(model="m", base_url=srv.url, api_key="x", streaming=True, include_response_headers=True, **ASK)
+    with recording(tmp_path, LangGraphInstrumentor()) as rec, orch_otel.agent("solo"):
+        reply = model.invoke("hi")
+    assert reply.content == "done" and "headers" in reply.response_metadata
+    assert_rows_equal_sent(srv, rec.turns())
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("vllm", "vllm"), ("true", "vllm"), ("SGLang", "sglang"), ("false", None),
+                                               ("", None), ("ollama", None)])
+def test_request_tokens_setting(monkeypatch, raw, expected):
+    from orch_otel import _env
+
+    monkeypatch.setenv("ORCH_OTEL_REQUEST_TOKENS", raw)
+    assert _env.request_tokens() == expected
+
+
+def test_capture_tokens_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ORCH_OTEL_CAPTURE_TOKENS", "true")
+    assert ContentPolicy.from_env().tokens is not None
+    assert ContentPolicy.from_env(capture_tokens=False).tokens is None
+    monkeypatch.setenv("ORCH_OTEL_CAPTURE_TOKENS", "maybe")  # a bad value: a warning and the default, off
+    assert ContentPolicy.from_env().tokens is None

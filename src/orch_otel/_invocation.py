@@ -219,7 +219,6 @@ class LLMInvocation(Invocation):
         if attrs:
             span.set_attributes(attrs)  # one lock and one validation pass, not one per attribute
 
-
     @guarded
     def set_tokens(self, record: TokenRecord) -> bool:
         """Keep the call's token ids and logprobs in the local token store and

@@ -75,8 +75,9 @@ def shared_prefix(a: array, b: array) -> int:
 class Prefixes:
     """Recent calls' ids per trace (prompt + completion), to store a new
     prompt as a reference plus the new ids. Bounded: at most ``per_trace``
-    calls per trace and ``max_tokens`` ids in all (the least recently used
-    traces go first); a prompt that finds no earlier call is stored whole."""
+    calls per trace and ``max_tokens`` ids in all, 4 bytes each (the least
+    recently used traces go first); a prompt that finds no earlier call is
+    stored whole."""
 
     def __init__(self, per_trace: int = 32, max_tokens: int = 4_000_000, sharing: bool = True) -> None:
         self.per_trace = per_trace
@@ -88,24 +89,26 @@ class Prefixes:
 
     def encode(self, trace_key: Any, record: TokenRecord, ref_of: Callable[[bytes], str]) -> tuple[str, str]:
         """The (ref, JSON text) that stores ``record``, and remember its ids for later calls of the trace."""
-        prompt = array("q", record.prompt_token_ids) if record.prompt_token_ids is not None else None
+        prompt = _ids_array(record.prompt_token_ids)
         with self._lock:
             recent = self._traces.get(trace_key)
             body: dict[str, Any] = {"v": VERSION, "prompt": record.prompt_token_ids,
                                     "response": record.response_token_ids, "logprobs": record.response_logprobs}
             if prompt is not None and recent and self.sharing:
                 base, take = None, 0
-                for ref, seq in reversed(recent):
+                for ref, seq in reversed(recent):  # the latest first: the one a prompt usually extends
                     n = shared_prefix(prompt, seq)
                     if n > take:
                         base, take = ref, n
+                    if n == len(seq):  # the prompt extends this call whole: good enough, stop searching
+                        break
                 if base is not None and take >= MIN_SHARED:
                     body["prompt"] = {"base": base, "take": take, "add": record.prompt_token_ids[take:]}  # type: ignore[index]
             data = orjson.dumps(body)
             ref = ref_of(data)
-            if prompt is not None:
-                full = prompt + array("q", record.response_token_ids or ())
-                self._remember(trace_key, ref, full)
+            response = _ids_array(record.response_token_ids or [])
+            if prompt is not None and response is not None:
+                self._remember(trace_key, ref, prompt + response)
         return ref, data.decode()
 
     def _remember(self, trace_key: Any, ref: str, full: array) -> None:
@@ -122,11 +125,15 @@ class Prefixes:
             _, dropped = self._traces.popitem(last=False)
             self._held -= sum(len(seq) for _, seq in dropped)
 
-    def forget(self, trace_key: Any) -> None:
-        with self._lock:
-            dropped = self._traces.pop(trace_key, None)
-            if dropped:
-                self._held -= sum(len(seq) for _, seq in dropped)
+
+def _ids_array(ids: list[int] | None) -> array | None:
+    """``ids`` as 4-byte integers (None for ids that do not fit: that call is then not a base)."""
+    if ids is None:
+        return None
+    try:
+        return array("i", ids)
+    except OverflowError:
+        return None
 
 
 class TokenReader:
