@@ -1,6 +1,6 @@
 """Token capture (issue 33): storage per model call and capture overhead.
 
-    .venv/bin/python -m benchmarks.bench_tokens [--turns 20] [--calls 200] [--rounds 5]
+    .venv/bin/python -m benchmarks.bench_tokens [--turns 20] [--calls 40] [--rounds 16]
 
 Runs in the main venv (it needs the openai SDK, which the ``dev`` extra has),
 against the tests' loopback OpenAI-compatible server in vLLM's layout
@@ -177,8 +177,8 @@ def _joined(chunks: list[Any]) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=16)
     args = parser.parse_args()
     results = {**storage(args.turns), **capture_cost(), **overhead(args.calls, args.rounds)}
     for kind in ("create", "stream"):
