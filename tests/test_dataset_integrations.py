@@ -49,6 +49,13 @@ def test_langgraph_supervisor_decisions_and_chat(tmp_path):
     turns = _rows(tmp_path / "turns.jsonl")
     assert [t["model"] for t in turns] == ["supervisor-llm", "math-llm", "math-llm", "supervisor-llm",
                                            "research-llm", "research-llm", "supervisor-llm"]
+    # each call keeps its orchestration context: what its agent decided after it (a handoff delegates and
+    # sends the handoff message; the supervisor's last answer ends the run), and the agent's instance
+    assert [(t["agent"], t["decisions"]) for t in turns] == [
+        ("supervisor", ["delegate", "communicate"]), ("math_expert", []), ("math_expert", []),
+        ("supervisor", ["delegate", "communicate"]), ("research_expert", []), ("research_expert", []),
+        ("supervisor", ["stop"])]
+    assert [t["instance"] for t in turns][:3] == ["supervisor#1", "math_expert#1", "math_expert#1"]
     math_first = turns[1]
     assert [c["tool"] for c in math_first["tool_calls"]] == ["add"]
     assert math_first["output_tool_calls"][0]["function"]["name"] == "add"

@@ -55,6 +55,7 @@ def instrument(
     redactors: Iterable[Redactor] | None = None,
     runtime_spans: bool | None = None,
     record_for_replay: bool | None = None,
+    capture_tokens: bool | None = None,
 ) -> Instrumentation:
     """Instrument every supported framework that is installed and write
     replayable traces under ``trace_dir`` (else ``$ORCH_OTEL_TRACE_DIR``, else
@@ -71,6 +72,10 @@ def instrument(
       input, prompts, replies, tool results), redacted, in the local content
       store only; spans and OTLP exports carry refs alone (default: the
       ``ORCH_OTEL_RECORD_FOR_REPLAY`` variable, else off; ``docs/replay.md``).
+    - ``capture_tokens``: keep the token ids and logprobs of model calls made
+      through the openai SDK, when the server returns them, in the local content
+      store only (default: the ``ORCH_OTEL_CAPTURE_TOKENS`` variable, else off;
+      ``docs/tokens.md``).
 
     OTLP export is added when ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` is set
     and orch-otel created the provider (a provider you configured keeps its own
@@ -88,16 +93,16 @@ def instrument(
     with _lock:
         if _state is not None:
             if any(arg is not None for arg in (trace_dir, tracer_provider, capture_content, redactors, runtime_spans,
-                                               record_for_replay)):
+                                               record_for_replay, capture_tokens)):
                 _log.warning("orch-otel: already instrumented; the new arguments are ignored (call uninstrument() first)")
             return _state
         provider, created = (tracer_provider, False) if tracer_provider is not None else global_provider()
-        policy = ContentPolicy.from_env(capture_content, redactors, record_for_replay)
+        policy = ContentPolicy.from_env(capture_content, redactors, record_for_replay, capture_tokens)
         recorder = Recorder(tracer_provider=provider, content=policy)
         set_recorder(recorder)
         state = Instrumentation(tracer_provider=provider, recorder=recorder, trace_exporter=None)
         if isinstance(provider, TracerProvider):
-            state.trace_exporter = TraceFileExporter(trace_dir, local_contents=policy.local)
+            state.trace_exporter = TraceFileExporter(trace_dir, local_contents=policy.local, token_contents=policy.tokens)
             state.processors.append(TraceFileProcessor(state.trace_exporter, max_queue_size=env.queue_size()))
             if created and env.otlp_protocol():
                 otlp = _otlp_export(env.otlp_protocol())

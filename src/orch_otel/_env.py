@@ -41,6 +41,24 @@ ORCH_OTEL_REPLAY_CONTENT_MAX_BYTES = "ORCH_OTEL_REPLAY_CONTENT_MAX_BYTES"
 """Most bytes of replay content held in memory until its trace is written
 (recording for replay without content capture). Default: 67108864."""
 
+ORCH_OTEL_CAPTURE_TOKENS = "ORCH_OTEL_CAPTURE_TOKENS"
+"""Capture the token ids and logprobs of model calls made through the openai
+SDK (prompt ids, completion ids, one logprob per completion id), when the
+server returns them (vLLM, SGLang: ``docs/tokens.md``). They go to the local
+content store beside the trace files only, never to spans or OTLP exports.
+Default: off."""
+
+ORCH_OTEL_REQUEST_TOKENS = "ORCH_OTEL_REQUEST_TOKENS"
+"""With token capture on, also ask the server for them in every recorded
+model call that does not already: ``vllm`` (or ``true``) adds ``logprobs`` and
+``return_token_ids`` (vLLM's request fields); ``sglang`` adds ``logprobs``,
+``return_prompt_token_ids`` and ``return_token_ids`` (non-streaming) or the
+``sglext`` id fields (streaming). For servers you run yourself. Default: off."""
+
+ORCH_OTEL_TOKEN_CONTENT_MAX_BYTES = "ORCH_OTEL_TOKEN_CONTENT_MAX_BYTES"
+"""Most bytes of token records held in memory until their trace is written.
+Default: 67108864."""
+
 ORCH_OTEL_MAX_OPEN_TRACES = "ORCH_OTEL_MAX_OPEN_TRACES"
 """Traces the live exporter holds open at once. When exceeded, the oldest is
 written with stop reason ``incomplete``. Default: 10000."""
@@ -124,6 +142,31 @@ def capture_content() -> bool:
 
 def record_for_replay() -> bool:
     return _flag(ORCH_OTEL_RECORD_FOR_REPLAY, False)
+
+
+def capture_tokens() -> bool:
+    return _flag(ORCH_OTEL_CAPTURE_TOKENS, False)
+
+
+REQUEST_TOKEN_SERVERS = ("vllm", "sglang")
+
+
+def request_tokens() -> str | None:
+    """The server whose request fields to add (``vllm`` / ``sglang``), or None."""
+    raw = os.environ.get(ORCH_OTEL_REQUEST_TOKENS)
+    value = (raw or "").strip().lower()
+    if value in REQUEST_TOKEN_SERVERS:
+        return value
+    if value in _TRUE:
+        return "vllm"
+    if value in _FALSE:
+        return None
+    _log.warning("orch-otel: ignoring %s=%r (expected vllm, sglang, true or false)", ORCH_OTEL_REQUEST_TOKENS, raw)
+    return None
+
+
+def token_content_max_bytes() -> int:
+    return _positive_int(ORCH_OTEL_TOKEN_CONTENT_MAX_BYTES, 64 << 20)
 
 
 def replay_content_max_bytes() -> int:

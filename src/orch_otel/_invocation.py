@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from contextvars import Token
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -27,6 +27,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ._faults import guarded, log_fault
+from ._tokens import TokenRecord
 from .content import ContentPolicy
 from .vocabulary import Attr, DecisionKind, SpanEvent, StopReason
 
@@ -35,6 +36,12 @@ _log = logging.getLogger(__name__)
 # Context keys: the run a span belongs to, and the name of the enclosing agent.
 RUN_KEY = otel_context.create_key("orch_otel.run")
 AGENT_KEY = otel_context.create_key("orch_otel.agent")
+# The model call (LLMInvocation) whose span a context belongs to: code run
+# under it (the openai SDK's request) finds the call it serves.
+LLM_CALL_KEY = otel_context.create_key("orch_otel.llm_call")
+# The same, for integrations that start the call's span without attaching
+# its context (LangGraph's callbacks): set around the model's request.
+MODEL_CALL: ContextVar[LLMInvocation | None] = ContextVar("orch_otel_model_call", default=None)
 
 # Outcomes of a span that ended by an exception or on purpose.
 OK, ERROR, CANCELLED, INTERRUPTED, HANDOFF = "ok", "error", "cancelled", "interrupted", "handoff"
@@ -121,6 +128,8 @@ class Invocation:
         agent = self._attributes.get(Attr.AGENT_NAME)
         if agent is not None:
             extra[AGENT_KEY] = agent
+        if isinstance(self, LLMInvocation):
+            extra[LLM_CALL_KEY] = self
         if extra:  # one more context copy, not one per key
             ctx = otel_context.Context({**ctx, **extra})
         self.context = ctx
@@ -229,6 +238,29 @@ class LLMInvocation(Invocation):
         content_into(attrs, self._owner.content, output, Attr.OUTPUT_REF, Attr.OUTPUT_MESSAGES)
         if attrs:
             span.set_attributes(attrs)  # one lock and one validation pass, not one per attribute
+
+    @guarded
+    def set_tokens(self, record: TokenRecord) -> bool:
+        """Keep the call's token ids and logprobs in the local token store and
+        name them on the span by ref (the ids never go on the span). False when
+        token capture is off or the span has ended."""
+        span = self.span
+        if not span.is_recording():
+            return False
+        ref = self._owner.content.keep_tokens(span.get_span_context().trace_id, record)
+        if ref is None:
+            return False
+        span.set_attribute(Attr.TOKENS_REF, ref)
+        return True
+
+
+def current_llm_call() -> LLMInvocation | None:
+    """The model call being made in this context, if its span is still open:
+    the one set in :data:`MODEL_CALL`, else the one whose context is attached."""
+    for call in (MODEL_CALL.get(), otel_context.get_value(LLM_CALL_KEY)):
+        if isinstance(call, LLMInvocation) and call.span.is_recording():
+            return call
+    return None
 
 
 @guarded

@@ -61,7 +61,9 @@ class ZeroCodeExporter(TraceFileExporter):
     module doc). The SDK configurator creates it after setting the provider."""
 
     def __init__(self) -> None:
-        super().__init__(local_contents=get_recorder().content.local)  # ORCH_OTEL_RECORD_FOR_REPLAY
+        policy = get_recorder().content
+        # ORCH_OTEL_RECORD_FOR_REPLAY, ORCH_OTEL_CAPTURE_TOKENS
+        super().__init__(local_contents=policy.local, token_contents=policy.tokens)
         try:
             attach_otlp_export(trace.get_tracer_provider())
         except RuntimeError as exc:  # the OTLP exporter is not installed

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from . import _env as env
+from ._tokens import Prefixes, TokenRecord
 from .redaction import redact_secrets
 
 __all__ = ["Content", "ContentPolicy", "LocalContents"]
@@ -97,9 +98,13 @@ class ContentPolicy:
     only when ``capture`` is on, and then only after the redactors ran.
 
     With ``local`` set (record for replay), texts go to that store instead of
-    span attributes: they reach the local trace files and nothing else."""
+    span attributes: they reach the local trace files and nothing else.
 
-    __slots__ = ("capture", "redactors", "max_chars", "local", "_hash_key")
+    With ``tokens`` set (token capture), the token ids and logprobs of model
+    calls are kept there, always local (never on a span, whatever ``capture``
+    says): :meth:`keep_tokens`."""
+
+    __slots__ = ("capture", "redactors", "max_chars", "local", "tokens", "prefixes", "_hash_key")
 
     def __init__(
         self,
@@ -108,33 +113,50 @@ class ContentPolicy:
         hash_key: bytes | None = None,
         max_chars: int = env.DEFAULT_MAX_CONTENT_CHARS,
         local: LocalContents | None = None,
+        tokens: LocalContents | None = None,
     ) -> None:
         self.capture = capture or local is not None
         self.redactors: list[Redactor] = [redact_secrets] if redactors is None else list(redactors)
         self.max_chars = max_chars
         self.local = local
+        self.tokens = tokens
+        self.prefixes = Prefixes()
         self._hash_key = hash_key
 
     @classmethod
     def from_env(cls, capture: bool | None = None, redactors: Iterable[Redactor] | None = None,
-                 record_for_replay: bool | None = None) -> ContentPolicy:
+                 record_for_replay: bool | None = None, capture_tokens: bool | None = None) -> ContentPolicy:
         """The policy the environment asks for. Recording for replay without
         capture keeps texts local (``local``); with capture on they are on the
-        spans anyway, so the local store is not needed."""
+        spans anyway, so the local store is not needed. Token capture always
+        has its own local store (``tokens``)."""
         capture = env.capture_content() if capture is None else capture
         replay = env.record_for_replay() if record_for_replay is None else record_for_replay
+        tokens = env.capture_tokens() if capture_tokens is None else capture_tokens
         return cls(
             capture=capture,
             redactors=redactors,
             hash_key=env.content_hash_key(),
             max_chars=env.max_content_chars(),
             local=LocalContents(env.replay_content_max_bytes()) if replay and not capture else None,
+            tokens=LocalContents(env.token_content_max_bytes()) if tokens else None,
         )
 
     @property
     def on_spans(self) -> bool:
         """Whether content texts are written into span attributes."""
         return self.capture and self.local is None
+
+    def keep_tokens(self, trace_key: Any, record: TokenRecord) -> str | None:
+        """Keep one model call's token record in the local token store; its
+        ref (None when token capture is off). Redactors do not apply: ids and
+        logprobs are numbers, which is why they never leave this process but
+        for the local content store."""
+        if self.tokens is None:
+            return None
+        ref, text = self.prefixes.encode(trace_key, record, self.ref_of)
+        self.tokens.keep(ref, text)
+        return ref
 
     def add_redactor(self, redactor: Redactor) -> None:
         self.redactors.append(redactor)

@@ -185,6 +185,7 @@ class Attr:
     RUN_INPUT = "orch.input"  # opt-in content: a run's input (what a replay feeds the app again)
     OUTPUT_REF = "orch.output.ref"
     TOOLS_REF = "orch.tools.ref"  # ref of gen_ai.tool.definitions
+    TOKENS_REF = "orch.tokens.ref"  # ref of a model call's token ids and logprobs (local content store only)
     REWARD_VALUE = "orch.reward.value"
     REWARD_NAME = "orch.reward.name"
     REWARD_UNIT = "orch.reward.unit"

@@ -246,6 +246,7 @@ class _Builder:
         _put_text(data, "input_ref", get(Attr.INPUT_REF))
         _put_text(data, "tools_ref", get(Attr.TOOLS_REF))
         _put_text(data, "content_ref", get(Attr.OUTPUT_REF))
+        _put_text(data, "tokens_ref", get(Attr.TOKENS_REF))
         self._add(span.start_ns, span, data, scope, _status(span))
 
     def _span_event(self, span: SpanRecord, event: EventRecord, actor: str, role: Any, scope: str | None) -> None:

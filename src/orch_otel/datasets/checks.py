@@ -31,7 +31,7 @@ _WANTS = {
 }
 
 _EXTRA_FIELDS = {  # written by the converter, read by the views, not typed by the model
-    "input_ref": "str", "tools_ref": "str", "model": "str", "provider": "str", "message_type": "str",
+    "input_ref": "str", "tools_ref": "str", "tokens_ref": "str", "model": "str", "provider": "str", "message_type": "str",
     "input_tokens": "count", "output_tokens": "count", "fanout_size": "count", "fanout_index": "count",
     "duration_s": "number", "implied": "bool", "recipients": "strs", "sources": "strs",
 }

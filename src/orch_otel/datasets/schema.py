@@ -31,7 +31,9 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("t", "float"), ("duration_s", "float"), ("status", "str"), ("episode", "int"), ("turn_index", "int"),
         ("input_ref", "str"), ("output_ref", "str"), ("input_messages", "json"), ("output", "str"),
         ("output_tool_calls", "json"), ("tool_calls", "json"), ("input_tokens", "int"),
-        ("output_tokens", "int"), ("reward", "float"), ("credit_unit", "str"), ("tools", "json"),
+        ("output_tokens", "int"), ("instance", "str"), ("decisions", "strs"), ("tokens_ref", "str"),
+        ("prompt_token_ids", "ints"), ("response_token_ids", "ints"), ("response_logprobs", "floats"),
+        ("reward", "float"), ("rewards", "json"), ("credit_unit", "str"), ("tools", "json"),
     ],
     "chat": _BASE + [
         ("agent", "str"), ("role", "str"), ("episode", "int"), ("segment", "int"), ("event_ids", "strs"),

@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from .._tokens import TokenReader
 from ..tracefiles import ContentIndex
 from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
@@ -181,16 +182,34 @@ def turn_contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str
             for t, (messages, output) in zip(turns, raw)]
 
 
+def decisions_after(events: list[dict[str, Any]], turns: list[Turn]) -> list[list[str]]:
+    """Per turn, the decisions (spawn, delegate, communicate, aggregate, stop)
+    its agent invocation made after that model call and before its next one."""
+    out: list[list[str]] = [[] for _ in turns]
+    at = {turn.index: k for k, turn in enumerate(turns)}
+    latest: dict[tuple[str, Any], int] = {}
+    for i, e in enumerate(events):
+        invocation = (e["agent"], e.get("agent_span_id"))
+        if i in at:
+            latest[invocation] = at[i]
+        elif e.get("decision") is not None and invocation in latest:
+            out[latest[invocation]].append(str(e["decision"]))
+    return out
+
+
 def turn_rows(p: Prepared, config: Config, store: ContentIndex, turns: list[Turn] | None = None,
               need_content: bool = False) -> list[dict[str, Any]]:
     rows = []
     base = p.base
     turns = turns if turns is not None else find_turns(p.events)
     contents = turn_contents(p, turns, store, config.view, need_content or config.need_content)
-    for turn, (messages, output) in zip(turns, contents):
+    decisions = decisions_after(p.events, turns)
+    tokens = TokenReader(store.get)  # prompt ids refer to earlier calls of the trace: read in order, each once
+    for turn, (messages, output), made in zip(turns, contents, decisions):
         e = p.events[turn.index]
         last = max([turn.index, *turn.tool_calls])
         credit = p.credit.unit(e["agent"], 1 + len(turn.tool_calls), last, e.get("instance"))
+        record = tokens.read(e.get("tokens_ref"))
         rows.append({
             **base,
             "event_id": e["id"],
@@ -212,7 +231,14 @@ def turn_rows(p: Prepared, config: Config, store: ContentIndex, turns: list[Turn
             "tools": offered_tools(store, e.get("tools_ref")),
             "input_tokens": e.get("input_tokens"),
             "output_tokens": e.get("output_tokens"),
+            "instance": e.get("instance"),
+            "decisions": made,
+            "tokens_ref": e.get("tokens_ref"),
+            "prompt_token_ids": record.prompt_token_ids if record is not None else None,
+            "response_token_ids": record.response_token_ids if record is not None else None,
+            "response_logprobs": record.response_logprobs if record is not None else None,
             "reward": p.reward,
+            "rewards": p.rewards,
             "credit_unit": "turn",
             **credit,
             **p.credit.per_token(credit, e.get("output_tokens")),

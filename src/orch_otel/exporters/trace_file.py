@@ -45,9 +45,11 @@ class TraceFileExporter(SpanExporter):
         max_open_traces: int | None = None,
         max_spans_per_trace: int | None = None,
         local_contents: LocalContents | None = None,
+        token_contents: LocalContents | None = None,
     ) -> None:
         limits = env.limits()
         self.local_contents = local_contents  # record for replay: texts that never were on a span
+        self.token_contents = token_contents  # token capture: ids and logprobs, never on a span
         self.writer = TraceWriter(trace_dir if trace_dir is not None else env.trace_dir())
         self._limits = (max_open_traces or limits.max_open_traces, max_spans_per_trace or limits.max_spans_per_trace)
         self.failed_traces = 0
@@ -96,8 +98,10 @@ class TraceFileExporter(SpanExporter):
         try:
             result = convert(released.spans.values(), complete=released.complete)
             contents = result.contents
-            if self.local_contents is not None:
-                contents = {**self.local_contents.take(content_refs(result.trace)), **contents}
+            local = [store for store in (self.local_contents, self.token_contents) if store is not None]
+            if local:
+                refs = content_refs(result.trace)
+                contents = {k: v for store in local for k, v in store.take(refs).items()} | contents
             self.writer.write(result.trace, contents)
         except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1

@@ -74,6 +74,7 @@ class LangGraphInstrumentor(BaseInstrumentor):
         from ._graphs import wrap_defaults
         from ._handler import OrchestrationHandler
         from ._llm_start import wrap_llm_start
+        from ._tokens import wrap_model_requests
 
         patches = self._patches
         if patches is None:
@@ -91,6 +92,8 @@ class LangGraphInstrumentor(BaseInstrumentor):
         wrap_config_context(patches, handler.enter_run_context)
         wrap_defaults(patches, handler.note_graph)
         wrap_llm_start(patches, OrchestrationHandler)
+        if (recorder or get_recorder()).content.tokens is not None:
+            wrap_model_requests(patches, handler)
         control_flow = [(ParentCommand, HANDOFF), (GraphInterrupt, INTERRUPTED), (GraphBubbleUp, OK)]
         for recorder_ in {id(r): r for r in (get_recorder(), recorder) if r is not None}.values():
             for exc_type, outcome in control_flow:

@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from ..._faults import log_fault
-from ..._invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, OK, Route
+from ..._invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, MODEL_CALL, OK, Route
 from ...recorder import Recorder
 from . import _extract as ex
 from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run
@@ -121,6 +121,7 @@ class CallsMixin:
         run = self._runs.pop(run_id, None)
         if run is None or run.inv is None:
             return
+        _release_model_call(run)
         try:
             outcome = outcome_of(error)
             if outcome == INTERRUPTED:  # as for chains: the run stops interrupted
@@ -164,6 +165,8 @@ class CallsMixin:
                 tools = ex.tool_definitions(params)
             run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view,
                                    tools=tools).start(attach=False, parent=context)
+            if recorder.content.tokens is not None:  # the model's request (openai SDK) finds its call here
+                MODEL_CALL.set(run.inv)
         except Exception:
             log_fault(_log, logging.DEBUG, "orch-otel: langgraph llm start failed")
 
@@ -194,6 +197,7 @@ class CallsMixin:
         run = self._runs.pop(run_id, None)
         if run is None or run.inv is None:
             return
+        _release_model_call(run)
         try:
             message = ex.first_generation_message(response)
             tokens_in, tokens_out, model = ex.usage(response, message)
@@ -218,6 +222,11 @@ class CallsMixin:
         context = otel_context.get_current()
         return context if trace.get_current_span(context).is_recording() else None
 
+
+
+def _release_model_call(run: Run) -> None:
+    if MODEL_CALL.get() is run.inv:
+        MODEL_CALL.set(None)
 
 
 def _agent_name(run: Run) -> str | None:
