@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from .._inputs import TooLong, bounded_lines, open_regular
 from .._jsonvalues import json_bytes
 from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
@@ -125,15 +126,18 @@ def _map_whole(r: Range, base: int, blocks: _Blocks) -> None:
 def _map_lines(r: Range, base: int, blocks: _Blocks) -> None:
     partitions, partition_of = blocks.partitions, dict[str, int]()
     check_first = r.start == 0
-    with open(r.path, "rb") as f:
+    with open_regular(r.path) as f:
         f.seek(r.start)
         left = r.end - r.start
         if r.start == 0 and skip_bom(f):  # a text editor's UTF-8 byte order mark, as the local reader skips it
             left -= len(BOM)
-        for lineno, line in enumerate(lines_within(f, left), start=r.first_line):
+        for lineno, line in enumerate(lines_within(bounded_lines(f), left), start=r.first_line):
+            where = f"{r.path}:{lineno}"
+            if isinstance(line, TooLong):
+                blocks.problem(base + lineno, Problem(where, line.reason))
+                continue
             if is_blank(line):
                 continue
-            where = f"{r.path}:{lineno}"
             try:
                 value = orjson.loads(line)
             except orjson.JSONDecodeError as exc:

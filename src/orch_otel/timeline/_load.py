@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tracefiles import ContentIndex, content_dirs, read_lines, trace_files
+from .._inputs import printable
+from ..tracefiles import ContentIndex, content_dirs, find_trace_files, read_lines
 
 Lookup = Callable[[str], "str | None"]
 
@@ -38,16 +39,22 @@ def check(trace: Any, where: str = "trace") -> dict[str, Any]:
 
 
 def read(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Found], list[str]]:
-    """Every trace in the files (or directories) named, and each line set aside, as 'file:line: reason'."""
+    """Every trace in the files (or directories) named, and each line (or file)
+    set aside, as 'file:line: reason' (names escaped for printing). A named
+    file that is missing (or no regular file) raises FileNotFoundError."""
+    paths = list(paths)
     found: list[Found] = []
     problems: list[str] = []
-    for file in trace_files(paths):
-        if not file.is_file():
-            raise FileNotFoundError(2, "no such file", str(file))
+    files, unread = find_trace_files(paths)
+    for problem in unread:
+        if problem.where in {str(Path(p)) for p in paths}:
+            raise FileNotFoundError(2, problem.reason, problem.where)
+        problems.append(f"{printable(problem.where)}: {problem.reason}")
+    for file in files:
         for line in read_lines(file):
-            where = f"{file}:{line.lineno}"
+            where = line.where
             if line.trace is None:
-                problems.append(f"{where}: skipped: {line.error}")
+                problems.append(f"{where}: {'' if not line.lineno else 'skipped: '}{printable(line.error or '')}")
                 continue
             try:
                 found.append(Found(where, check(line.trace, where)))
