@@ -247,10 +247,10 @@ def test_forcing_a_source_reads_every_trace_as_it(tmp_path):
     assert dict(summary.sources) == {"openinference": 1}
     assert [e["to"] for e in as_openinference["events"] if e.get("decision") == "delegate"] == ["math_expert",
                                                                                                 "research_expert"]
-    # read as orch-otel's own, OpenInference spans are plain spans: no orchestration comes out of them
-    (as_own,), summary = converted(fixture, tmp_path / "b", source="orch-otel")
-    assert dict(summary.sources) == {"orch-otel": 1}
-    assert not [e for e in as_own["events"] if e["type"] in ("spawn", "tool_call")]
+    # read as orch-otel's own, OpenInference spans are plain spans: no run comes out of them, none is written
+    traces, summary = converted(fixture, tmp_path / "b", source="orch-otel")
+    assert traces == [] and not summary.sources
+    assert summary.not_orchestration == 1 and summary.not_orchestration_spans == summary.spans
 
 
 def test_cli_takes_source_and_capture_content(tmp_path, capsys):
@@ -297,11 +297,14 @@ def test_genai_semconv_spans_map_to_agents_tools_and_handoffs(tmp_path):
     assert [(e["agent"], e["tool"], e["call_id"]) for e in events if e["type"] == "tool_call"] == [("router", "lookup", "c1")]
 
 
-def test_unknown_spans_are_read_as_plain_otel_and_counted(tmp_path):
+def test_unknown_spans_with_no_run_in_them_are_counted_as_not_orchestration_and_not_written(tmp_path):
+    """A web request's spans (a server span, a database call) hold no run: no junk one-event trace."""
     spans = [SpanRecord("34" * 16, "01" * 8, None, "GET /", 0, 10, scope="opentelemetry.instrumentation.flask"),
              SpanRecord("34" * 16, "02" * 8, "01" * 8, "SELECT", 2, 8, scope="opentelemetry.instrumentation.sqlite3")]
     traces, summary = converted(otlp_file(tmp_path / "logs.jsonl", spans), tmp_path / "out")
-    assert len(traces) == 1 and dict(summary.sources) == {"otel": 1}
+    assert traces == [] and summary.traces == 0 and not summary.sources
+    assert (summary.not_orchestration, summary.not_orchestration_spans, summary.spans) == (1, 2, 2)
+    assert summary.exit_code == 0
 
 
 # --- bad input -----------------------------------------------------------------------------------------------
@@ -374,8 +377,9 @@ def test_a_foreign_trace_whose_parents_loop_is_read_as_plain_spans_and_reported(
              b: SpanRecord("ab" * 16, b, a, "b", 2, 8, scope=scope, attributes=SCOPES[scope]),
              root: SpanRecord("ab" * 16, root, None, "r", 0, 10, scope=scope, attributes=SCOPES[scope])}
     result = convert_one("ab" * 16, spans, True, False, Options())
-    assert result.line is not None
-    assert "parent links loop" in result.warning and "cycle" in result.warning  # ours, and the converter's
+    # left as plain spans, they hold no run: counted as not orchestration, not written, and the loop reported
+    assert result.line is None and result.not_run and not result.problems
+    assert "parent links loop" in result.warning
 
 
 def test_a_deep_foreign_tree_converts():

@@ -28,6 +28,8 @@ from ..tracefiles import (
     Quarantine,
     content_dirs,
     find_trace_files,
+    private_mkdir,
+    private_opener,
 )
 from .analysis import GROUP_VIEWS, Config
 from .groups import finish as finish_groups
@@ -188,7 +190,7 @@ def build(
     if on_files is not None:
         on_files(files)
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    private_mkdir(out)
     store = ContentIndex(content_dirs(names))
     summary = DatasetSummary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
     rejects_path = out / f"{config.view}.rejects.jsonl"
@@ -231,7 +233,8 @@ def build(
     summary.rejects = quarantine.count
     summary.rejects_path = str(rejects_path) if quarantine.count else None
     summary_path = out / f"{config.view}.summary.json"
-    partial_path(summary_path).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
+    with open(partial_path(summary_path), "wb", opener=private_opener) as handle:
+        handle.write(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
     os.replace(partial_path(summary_path), summary_path)
     return summary
 

@@ -25,6 +25,7 @@ from typing import IO
 import orjson
 
 from ..spans import SpanRecord, dump_line, record_from_dict
+from ..tracefiles import private_mkdir, private_opener
 from .batching import RateLimitedFaults
 
 _log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class _Segment:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.handle: IO[bytes] | None = open(path, "ab")
+        self.handle: IO[bytes] | None = open(path, "ab", opener=private_opener)
         self.unacked: set[str] = set()
         self.size = 0
         self.records = 0
@@ -61,7 +62,7 @@ class SpanSpool:
 
     def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int, segment_records: int = 1000) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_mkdir(self.directory)
         self.max_bytes = max_bytes
         self.segment_records = segment_records
         self.bytes = sum(_size(p) for p in self.directory.glob(f"*{SUFFIX}"))  # leftovers count too
@@ -172,7 +173,7 @@ class SpanSpool:
         try:
             segment = _Segment(path)
         except FileNotFoundError:  # the directory was removed from outside: make it again
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_mkdir(self.directory)
             self.faults.warn("spool_dir_removed", "orch-otel: the spool directory %s was removed; made it again",
                              self.directory)
             segment = _Segment(path)
@@ -210,7 +211,7 @@ def _keep_only(path: Path, span_ids: set[str], target: Path) -> None:
     replay to report) to ``target``, then remove ``path``. The new file appears
     whole (a rename); a crash before the removal leaves both: replayed twice."""
     partial = target.with_name(target.name + ".partial")  # not a segment name: never replayed half-written
-    with open(path, "rb") as source, open(partial, "wb") as kept:
+    with open(path, "rb") as source, open(partial, "wb", opener=private_opener) as kept:
         for raw in source:
             try:
                 wanted = orjson.loads(raw).get("span_id") in span_ids

@@ -20,7 +20,7 @@ from .. import _env as env
 from .._assembly import Released, StreamAssembler
 from .._faults import log_fault
 from ..content import LocalContents
-from ..converter import content_refs, convert
+from ..converter import NotOrchestration, content_refs, convert
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 
@@ -51,6 +51,7 @@ class TraceFileExporter(SpanExporter):
             remember_span_ids=False,
         )
         self.failed_traces = 0
+        self.not_orchestration = 0  # traces with no orch-otel span (an HTTP request's): counted, not written
         self._lock = threading.Lock()
         self._shutdown = False
         self._late_reported = 0
@@ -83,6 +84,8 @@ class TraceFileExporter(SpanExporter):
             if self.local_contents is not None:
                 contents = {**self.local_contents.take(content_refs(result.trace)), **contents}
             self.writer.write(result.trace, contents)
+        except NotOrchestration:
+            self.not_orchestration += 1
         except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1
             log_fault(_log, logging.WARNING, "orch-otel: could not write trace %s", released.trace_id)

@@ -247,18 +247,19 @@ def _converted(traces: dict[str, dict[str, SpanRecord]], options: Options) -> An
     import pyarrow as pa
 
     columns: dict[str, list] = {k: [] for k in ("trace_id", "line", "contents", "spans", "incomplete", "failed",
-                                                "warning", "source", "definition")}
+                                                "warning", "source", "definition", "not_run")}
     for trace_id, spans in traces.items():
         complete = any(s.parent_id is None or s.parent_is_remote for s in spans.values())
         result = convert_one(trace_id, spans, complete, options.check, options)
         for key, value in (("trace_id", trace_id), ("line", result.line or b""), ("contents", orjson.dumps(result.contents)),
                            ("spans", result.spans), ("incomplete", result.incomplete),
                            ("failed", json_bytes([p.to_json() for p in result.problems])),
-                           ("warning", result.warning or ""), ("source", result.source), ("definition", result.definition)):
+                           ("warning", result.warning or ""), ("source", result.source), ("definition", result.definition),
+                           ("not_run", result.not_run)):
             columns[key].append(value)
     types = {"trace_id": pa.string(), "line": pa.binary(), "contents": pa.binary(), "spans": pa.int64(),
              "incomplete": pa.bool_(), "failed": pa.binary(), "warning": pa.string(), "source": pa.string(),
-             "definition": pa.bool_()}
+             "definition": pa.bool_(), "not_run": pa.bool_()}
     return pa.table({k: pa.array(v, types[k]) for k, v in columns.items()})
 
 
@@ -348,7 +349,8 @@ def _write_converted(table: Any, outputs: Outputs, summary: ConvertSummary) -> N
     for row in table.to_pylist():
         result = Converted(row["trace_id"], line=row["line"] or None, contents=orjson.loads(row["contents"]),
                            spans=row["spans"], incomplete=row["incomplete"], warning=row["warning"] or None,
-                           source=row["source"], definition=row["definition"])
+                           source=row["source"], definition=row["definition"],
+                           not_run=row["not_run"])
         result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)
                            for d in orjson.loads(row["failed"])]
         record_converted(result, outputs, summary)
