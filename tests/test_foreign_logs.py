@@ -23,6 +23,7 @@ from offline_support import otlp_span
 
 from orch_otel.cli import main
 from orch_otel.offline import Options, convert_inputs
+from orch_otel.offline.records import LEFT_OUT
 from orch_otel.spans import SpanRecord
 from orch_otel.tracefiles import read_lines
 
@@ -323,6 +324,41 @@ def test_a_malformed_foreign_span_is_quarantined_with_its_file_and_line(tmp_path
     (row,) = [orjson.loads(r) for r in quarantine.read_bytes().splitlines()]
     assert row["where"] == f"{logs}:{len(good.splitlines()) + 1}"
     assert "startTimeUnixNano" in row["reason"] and "yesterday" in row["reason"]
+
+
+def test_a_malformed_foreign_span_is_quarantined_without_its_content_unless_capture_was_asked(tmp_path):
+    """The quarantine holds what convert would write: no message, tool content or secret without --capture-content."""
+    good = (FOREIGN / "openinference_langgraph_fanout.otlp.jsonl").read_bytes()
+    bad = orjson.loads(good.splitlines()[0])
+    span = {**bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0], "spanId": "f" * 16, "startTimeUnixNano": "yesterday"}
+    secret = "my key is sk-live-0123456789abcdef, please keep it"
+    span["attributes"] = [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                          {"key": "llm.token_count.prompt", "value": {"intValue": "12"}},
+                          {"key": "input.value", "value": {"stringValue": secret}},
+                          {"key": "llm.input_messages.0.message.content", "value": {"stringValue": secret}}]
+    span["events"] = [{"name": "exception", "timeUnixNano": "1",
+                       "attributes": [{"key": "exception.message", "value": {"stringValue": secret}}]}]
+    span["status"] = {"code": 2, "message": secret}
+    bad["resourceSpans"][0]["scopeSpans"][0]["spans"] = [span]
+    logs = tmp_path / "logs.jsonl"
+    logs.write_bytes(good + orjson.dumps(bad) + b"\n")
+    for capture in (False, True):
+        quarantine = tmp_path / f"quarantine-{capture}.jsonl"
+        summary = convert_inputs([logs], tmp_path / f"out-{capture}.jsonl", quarantine=str(quarantine),
+                                 options=Options(capture_content=capture))
+        assert summary.quarantined_spans == 1 and summary.traces == 1
+        (row,) = [orjson.loads(r) for r in quarantine.read_bytes().splitlines()]
+        assert row["where"] == f"{logs}:{len(good.splitlines()) + 1}" and "startTimeUnixNano" in row["reason"]
+        raw = row["raw"]
+        assert (raw["spanId"], raw["traceId"], raw["name"]) == ("f" * 16, span["traceId"], span["name"])
+        kept = {a["key"]: a["value"] for a in raw["attributes"]}
+        assert kept["openinference.span.kind"] == {"stringValue": "LLM"} and kept["llm.token_count.prompt"] == {"intValue": "12"}
+        if capture:  # asked for: the span as it was read
+            assert raw == span
+        else:
+            assert b"sk-live" not in quarantine.read_bytes() and b"my key" not in quarantine.read_bytes()
+            assert kept["input.value"] == kept["llm.input_messages.0.message.content"] == LEFT_OUT
+            assert raw["status"] == {"code": 2, "message": LEFT_OUT}
 
 
 HOSTILE = [None, "", 0, -1, 2**63, 1.5, float("nan"), True, [], ["x", 1], "{", "[1,", '{"response": []}',

@@ -39,7 +39,7 @@ from ..converter import NotOrchestration, convert
 from ..foreign import MIXED, is_definition, map_trace, source_of
 from ..spans import SpanRecord
 from ..tracefiles import ContentWriter, Quarantine, private_mkdir, private_opener
-from .records import Problem
+from .records import LEFT_OUT, Problem, without_content
 
 EXIT_OK, EXIT_QUARANTINED, EXIT_NO_INPUT = 0, 1, 2
 
@@ -123,7 +123,8 @@ class Outputs:
     an earlier run's outputs stay byte for byte."""
 
     def __init__(self, out: Path, quarantine: Path | None = None, *,
-                 on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000):
+                 on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000,
+                 keep_content: bool = False):
         if out.is_dir():
             raise IsADirectoryError(f"{out}: is a directory; -o names the trace file to write (e.g. {out}/traces.jsonl)")
         self.out = out
@@ -137,6 +138,7 @@ class Outputs:
         self._quarantined = Quarantine(self._partials[self.quarantine])
         self._contents = ContentWriter(self._partials[self.contents], append=False, limit=max_remembered_refs)
         self.on_problem = on_problem
+        self.keep_content = keep_content  # False: a quarantined span keeps no content (records.without_content)
         self._closed = False
         self._content_dir_existed = self.contents.parent.exists()
 
@@ -157,6 +159,8 @@ class Outputs:
         """Write one quarantine record (JSON, without the newline) and count it."""
         if is_span:
             summary.quarantined_spans += 1
+            if not self.keep_content:
+                line = _content_free(line)
         else:
             summary.bad_records += 1
         self._quarantined.add(line)
@@ -206,6 +210,15 @@ class Outputs:
         if not self._content_dir_existed:
             with contextlib.suppress(OSError):  # the content folder this run created, if still empty
                 self.contents.parent.rmdir()
+
+
+def _content_free(line: bytes) -> bytes:
+    """A quarantine line whose span keeps no content (:func:`.records.without_content`)."""
+    try:
+        return orjson.dumps(without_content(orjson.loads(line)))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # a value orjson cannot read back: keep where and why only
+        data = orjson.loads(line[: line.index(b',"raw"')] + b"}") if b',"raw"' in line else {}
+        return orjson.dumps({**data, "raw": LEFT_OUT}) if data else line
 
 
 @dataclass

@@ -41,7 +41,8 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
     if missing:  # a mistyped name (or a named FIFO, a symlink loop): fail before touching the outputs
         raise Unreadable(missing[0], why_unreadable(missing[0]) or "no such file or directory")
     summary = ConvertSummary()
-    outputs = Outputs(Path(out), Path(quarantine) if quarantine else None, on_problem=on_problem)
+    outputs = Outputs(Path(out), Path(quarantine) if quarantine else None, on_problem=on_problem,
+                      keep_content=options.capture_content)
     ok = False
     try:
         own = outputs.paths()
