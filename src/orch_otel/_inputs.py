@@ -20,10 +20,25 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import _env as env
+from .vocabulary import MAX_NAME_CHARS
 
 _SKIP_CHUNK = 1 << 20  # bytes read at a time while skipping the rest of an over-long line
 _NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
                 (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+TRACE_GLOB = "*.jsonl"
+
+
+@dataclass
+class Problem:
+    """Input set aside, and why: what an ``on_problem`` callback gets. ``where``
+    is ``file:line`` (or ``file@byte-offset`` in length-prefixed files);
+    ``reason`` says what is wrong. ``convert_inputs`` hands a subclass that
+    also carries the record or span set aside."""
+
+    where: str
+    reason: str
 
 
 class Unreadable(OSError):
@@ -79,6 +94,38 @@ def open_regular(path: str | os.PathLike[str]) -> io.BufferedReader:
     except BaseException:
         os.close(fd)
         raise
+
+
+def find_trace_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[Problem]]:
+    """(the trace files named by ``paths``, the problems of those that cannot be
+    read). ``paths`` are files, or directories searched for ``*.jsonl``
+    outside their ``content/`` store (symlinked folders are not followed), in
+    a stable order; a file named twice (or also found in a named directory)
+    is listed once. What is no regular file (a FIFO, a socket, a symlink loop,
+    a missing file) is a problem (``file``, ``reason``), never read."""
+    found: list[Path] = []
+    problems: list[Problem] = []
+    for raw in paths:
+        path = Path(raw)
+        if why_unreadable(path, directory_ok=True) is None and path.is_dir():
+            for p in sorted(p for p in path.rglob(TRACE_GLOB) if "content" not in p.relative_to(path).parts[:-1]):
+                reason = why_unreadable(p)
+                if reason is None:
+                    found.append(p)
+                elif not p.is_dir():  # a folder named *.jsonl is no file of ours
+                    problems.append(Problem(str(p), reason))
+        else:
+            reason = why_unreadable(path)
+            if reason is None:
+                found.append(path)
+            else:
+                problems.append(Problem(str(path), reason))
+    return unique_files(found), problems
+
+
+def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The trace files :func:`find_trace_files` finds (for callers that report no problems)."""
+    return find_trace_files(paths)[0]
 
 
 def unique_files(paths: Iterable[Path]) -> list[Path]:
@@ -223,6 +270,17 @@ def printable(text: str) -> str:
     escapes (``\\n``, ``\\x1b``, ``\\u202e``): a file name or a name in a trace
     cannot break a ``file:line: reason`` line or display as other text."""
     return text if text.isprintable() else text.translate(_ESCAPE_TABLE)  # bidi controls are not printable
+
+
+def capped(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, the last an ellipsis (a name, reason or id)."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def shown(text: str) -> str:
+    """A name, reason or id as the HTML view shows it: escaped as :func:`printable`
+    says (no bidi override can make it display as other text), then :func:`capped`."""
+    return capped(printable(text))
 
 
 def where_of(path: str | os.PathLike[str], lineno: int | None = None) -> str:

@@ -29,11 +29,19 @@ from typing import IO, Any
 
 import orjson
 
-from ._inputs import TooLong, Unreadable, bounded_lines, open_regular, printable, unique_files, why_unreadable
+from ._inputs import (  # noqa: F401 (find_trace_files, trace_files: read from here, as always)
+    Problem,
+    TooLong,
+    Unreadable,
+    bounded_lines,
+    find_trace_files,
+    open_regular,
+    printable,
+    trace_files,
+)
 
 __all__ = ["OnBytes", "OnFiles", "OnProblem", "Problem", "load_contents"]
 
-TRACE_GLOB = "*.jsonl"
 BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: some editors and Windows tools start text files with it
 
 
@@ -228,38 +236,6 @@ def content_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     return list(dirs)
 
 
-def find_trace_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[Problem]]:
-    """(the trace files named by ``paths``, the problems of those that cannot be
-    read). ``paths`` are files, or directories searched for ``*.jsonl``
-    outside their ``content/`` store (symlinked folders are not followed), in
-    a stable order; a file named twice (or also found in a named directory)
-    is listed once. What is no regular file (a FIFO, a socket, a symlink loop,
-    a missing file) is a problem (``file``, ``reason``), never read."""
-    found: list[Path] = []
-    problems: list[Problem] = []
-    for raw in paths:
-        path = Path(raw)
-        if why_unreadable(path, directory_ok=True) is None and path.is_dir():
-            for p in sorted(p for p in path.rglob(TRACE_GLOB) if "content" not in p.relative_to(path).parts[:-1]):
-                reason = why_unreadable(p)
-                if reason is None:
-                    found.append(p)
-                elif not p.is_dir():  # a folder named *.jsonl is no file of ours
-                    problems.append(Problem(str(p), reason))
-        else:
-            reason = why_unreadable(path)
-            if reason is None:
-                found.append(path)
-            else:
-                problems.append(Problem(str(path), reason))
-    return unique_files(found), problems
-
-
-def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """The trace files :func:`find_trace_files` finds (for callers that report no problems)."""
-    return find_trace_files(paths)[0]
-
-
 @dataclass
 class Line:
     path: Path
@@ -427,17 +403,6 @@ class Quarantine:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
-
-
-@dataclass
-class Problem:
-    """Input set aside, and why: what an ``on_problem`` callback gets. ``where``
-    is ``file:line`` (or ``file@byte-offset`` in length-prefixed files);
-    ``reason`` says what is wrong. ``convert_inputs`` hands a subclass that
-    also carries the record or span set aside."""
-
-    where: str
-    reason: str
 
 
 # The progress callbacks of orch_otel.offline.convert_inputs and orch_otel.datasets.build:

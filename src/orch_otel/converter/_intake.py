@@ -131,7 +131,7 @@ def _oversized(span: SpanRecord) -> bool:
 
 
 def cap(text: str) -> str:
-    """``text`` cut to ``MAX_NAME_CHARS`` characters, the last an ellipsis."""
+    """``text`` cut to ``MAX_NAME_CHARS`` characters, the last an ellipsis (as the view's ``_inputs.capped``)."""
     return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "\u2026"
 
 

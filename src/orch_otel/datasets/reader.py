@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from .._inputs import TooLong
+from .._inputs import TooLong, Unreadable
 from .._validation import trace_errors
-from ..tracefiles import file_lines, trace_files
+from ..tracefiles import file_lines, find_trace_files
 from ..vocabulary import EventKind
 from .checks import event_error, trace_error
 
@@ -54,10 +54,12 @@ def raw_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1, first
 
 def iter_raw_lines(paths: Sequence[str | os.PathLike[str]]) -> Iterator[RawLine]:
     """Every non-empty line of the trace files named by ``paths`` (files, or
-    directories searched for ``*.jsonl`` outside their ``content/`` store)."""
-    for path in trace_files(paths):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such trace file")
+    directories searched for ``*.jsonl`` outside their ``content/`` store).
+    A file that cannot be read (missing, a FIFO, a symlink loop) raises ``Unreadable``."""
+    files, unread = find_trace_files(paths)
+    if unread:
+        raise Unreadable(unread[0].where, unread[0].reason)
+    for path in files:
         yield from raw_lines(path)
 
 
