@@ -7,8 +7,10 @@ impossible time is repaired and reported, never a quarantined root."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import orjson
+import pytest
 from conftest import check_trace, decisions_of
 from google.protobuf import json_format
 from offline_support import traces_data
@@ -28,9 +30,17 @@ ASGI = "opentelemetry.instrumentation.asgi"  # the scope FastAPI's and Starlette
 SQL = "opentelemetry.instrumentation.sqlite3"
 
 
+_PROVIDERS: dict[int, TracerProvider] = {}
+
+
+def provider_of(tracer) -> TracerProvider:
+    """The provider a tracer of :func:`_record` came from (a framework's instrumentation takes the provider)."""
+    return _PROVIDERS[id(tracer)]
+
+
 def _record(tmp_path, requests):
-    """Run ``requests`` (a function of a tracer) with the live exporter and an
-    in-memory copy of every span; returns (live exporter, finished spans)."""
+    """Run ``requests`` (a function of two tracers: a web server's and a database's) with the
+    live exporter and an in-memory copy of every span; returns (live exporter, finished spans)."""
     provider = TracerProvider()
     live = TraceFileExporter(tmp_path / "live")
     memory = InMemorySpanExporter()
@@ -39,7 +49,9 @@ def _record(tmp_path, requests):
     previous = get_recorder()
     set_recorder(Recorder(tracer_provider=provider, content=ContentPolicy(capture=False)))
     try:
-        requests(provider.get_tracer(ASGI), provider.get_tracer(SQL))
+        web = provider.get_tracer(ASGI)
+        _PROVIDERS[id(web)] = provider
+        requests(web, provider.get_tracer(SQL))
     finally:
         set_recorder(previous)
     provider.shutdown()
@@ -133,3 +145,59 @@ def test_an_end_time_of_2_to_the_64_minus_1_is_repaired_with_a_clear_problem(tmp
     (trace,) = traces
     assert trace["costs"]["wall_clock_s"] < 60, trace["costs"]  # not 584 years
     assert any(f"end time {(1 << 64) - 1} ns is past the year 2262" in w for w in summary.warnings), summary.warnings
+
+
+def _fastapi():
+    """FastAPI and its OpenTelemetry instrumentation (the dev extra); skipped without them, failed under CI."""
+    try:
+        import fastapi
+        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+    except ImportError as exc:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"needs the dev extra's fastapi and opentelemetry-instrumentation-fastapi: {exc}")
+    return fastapi, FastAPIInstrumentor
+
+
+def test_a_real_fastapi_service_writes_its_runs_and_no_trace_for_its_other_requests(tmp_path):
+    """FastAPI's own instrumentation makes the root span of every request: health checks give no trace,
+    and a request that runs the team gives one trace, rooted at the run, live and offline alike."""
+    fastapi, instrumentor = _fastapi()
+    import httpx
+
+    app = fastapi.FastAPI()
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"ok": True}
+
+    @app.post("/research/{task}")
+    async def research(task: str) -> dict:
+        return {"answer": await demo.run(task_id=task)}
+
+    async def traffic() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as client:
+            for path in ("/health", "/health", "/research/task-0", "/health", "/research/task-1"):
+                response = await (client.post(path) if path.startswith("/research") else client.get(path))
+                assert response.status_code == 200
+
+    def requests(web, sql) -> None:
+        instrumentor.instrument_app(app, tracer_provider=provider_of(web))
+        try:
+            asyncio.run(traffic())
+        finally:
+            instrumentor.uninstrument_app(app)
+
+    live, spans = _record(tmp_path, requests)
+    assert any(s.instrumentation_scope.name == "opentelemetry.instrumentation.fastapi" for s in spans)
+    assert live.not_orchestration == 3 and live.failed_traces == 0
+    live_traces = _live_traces(live)
+    assert [t["task_id"] for t in live_traces] == ["task-0", "task-1"]
+    offline_traces, summary = _offline(tmp_path, spans)
+    assert (summary.traces, summary.not_orchestration) == (2, 3)
+    assert offline_traces == live_traces
+    for trace in live_traces:
+        check_trace(trace)
+        assert not any(e["agent"].startswith(("GET ", "POST ")) for e in trace["events"])
+        (stop,) = decisions_of(trace, "stop")
+        assert stop["agent"] == "lead" and not stop.get("implied")
