@@ -23,6 +23,7 @@ from offline_support import otlp_span
 
 from orch_otel.cli import main
 from orch_otel.offline import Options, convert_inputs
+from orch_otel.offline.records import LEFT_OUT
 from orch_otel.spans import SpanRecord
 from orch_otel.tracefiles import read_lines
 
@@ -247,10 +248,10 @@ def test_forcing_a_source_reads_every_trace_as_it(tmp_path):
     assert dict(summary.sources) == {"openinference": 1}
     assert [e["to"] for e in as_openinference["events"] if e.get("decision") == "delegate"] == ["math_expert",
                                                                                                 "research_expert"]
-    # read as orch-otel's own, OpenInference spans are plain spans: no orchestration comes out of them
-    (as_own,), summary = converted(fixture, tmp_path / "b", source="orch-otel")
-    assert dict(summary.sources) == {"orch-otel": 1}
-    assert not [e for e in as_own["events"] if e["type"] in ("spawn", "tool_call")]
+    # read as orch-otel's own, OpenInference spans are plain spans: no run comes out of them, none is written
+    traces, summary = converted(fixture, tmp_path / "b", source="orch-otel")
+    assert traces == [] and not summary.sources
+    assert summary.not_orchestration == 1 and summary.not_orchestration_spans == summary.spans
 
 
 def test_cli_takes_source_and_capture_content(tmp_path, capsys):
@@ -297,11 +298,14 @@ def test_genai_semconv_spans_map_to_agents_tools_and_handoffs(tmp_path):
     assert [(e["agent"], e["tool"], e["call_id"]) for e in events if e["type"] == "tool_call"] == [("router", "lookup", "c1")]
 
 
-def test_unknown_spans_are_read_as_plain_otel_and_counted(tmp_path):
+def test_unknown_spans_with_no_run_in_them_are_counted_as_not_orchestration_and_not_written(tmp_path):
+    """A web request's spans (a server span, a database call) hold no run: no junk one-event trace."""
     spans = [SpanRecord("34" * 16, "01" * 8, None, "GET /", 0, 10, scope="opentelemetry.instrumentation.flask"),
              SpanRecord("34" * 16, "02" * 8, "01" * 8, "SELECT", 2, 8, scope="opentelemetry.instrumentation.sqlite3")]
     traces, summary = converted(otlp_file(tmp_path / "logs.jsonl", spans), tmp_path / "out")
-    assert len(traces) == 1 and dict(summary.sources) == {"otel": 1}
+    assert traces == [] and summary.traces == 0 and not summary.sources
+    assert (summary.not_orchestration, summary.not_orchestration_spans, summary.spans) == (1, 2, 2)
+    assert summary.exit_code == 0
 
 
 # --- bad input -----------------------------------------------------------------------------------------------
@@ -320,6 +324,41 @@ def test_a_malformed_foreign_span_is_quarantined_with_its_file_and_line(tmp_path
     (row,) = [orjson.loads(r) for r in quarantine.read_bytes().splitlines()]
     assert row["where"] == f"{logs}:{len(good.splitlines()) + 1}"
     assert "startTimeUnixNano" in row["reason"] and "yesterday" in row["reason"]
+
+
+def test_a_malformed_foreign_span_is_quarantined_without_its_content_unless_capture_was_asked(tmp_path):
+    """The quarantine holds what convert would write: no message, tool content or secret without --capture-content."""
+    good = (FOREIGN / "openinference_langgraph_fanout.otlp.jsonl").read_bytes()
+    bad = orjson.loads(good.splitlines()[0])
+    span = {**bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0], "spanId": "f" * 16, "startTimeUnixNano": "yesterday"}
+    secret = "my key is sk-live-0123456789abcdef, please keep it"
+    span["attributes"] = [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                          {"key": "llm.token_count.prompt", "value": {"intValue": "12"}},
+                          {"key": "input.value", "value": {"stringValue": secret}},
+                          {"key": "llm.input_messages.0.message.content", "value": {"stringValue": secret}}]
+    span["events"] = [{"name": "exception", "timeUnixNano": "1",
+                       "attributes": [{"key": "exception.message", "value": {"stringValue": secret}}]}]
+    span["status"] = {"code": 2, "message": secret}
+    bad["resourceSpans"][0]["scopeSpans"][0]["spans"] = [span]
+    logs = tmp_path / "logs.jsonl"
+    logs.write_bytes(good + orjson.dumps(bad) + b"\n")
+    for capture in (False, True):
+        quarantine = tmp_path / f"quarantine-{capture}.jsonl"
+        summary = convert_inputs([logs], tmp_path / f"out-{capture}.jsonl", quarantine=str(quarantine),
+                                 options=Options(capture_content=capture))
+        assert summary.quarantined_spans == 1 and summary.traces == 1
+        (row,) = [orjson.loads(r) for r in quarantine.read_bytes().splitlines()]
+        assert row["where"] == f"{logs}:{len(good.splitlines()) + 1}" and "startTimeUnixNano" in row["reason"]
+        raw = row["raw"]
+        assert (raw["spanId"], raw["traceId"], raw["name"]) == ("f" * 16, span["traceId"], span["name"])
+        kept = {a["key"]: a["value"] for a in raw["attributes"]}
+        assert kept["openinference.span.kind"] == {"stringValue": "LLM"} and kept["llm.token_count.prompt"] == {"intValue": "12"}
+        if capture:  # asked for: the span as it was read
+            assert raw == span
+        else:
+            assert b"sk-live" not in quarantine.read_bytes() and b"my key" not in quarantine.read_bytes()
+            assert kept["input.value"] == kept["llm.input_messages.0.message.content"] == LEFT_OUT
+            assert raw["status"] == {"code": 2, "message": LEFT_OUT}
 
 
 HOSTILE = [None, "", 0, -1, 2**63, 1.5, float("nan"), True, [], ["x", 1], "{", "[1,", '{"response": []}',
@@ -374,8 +413,9 @@ def test_a_foreign_trace_whose_parents_loop_is_read_as_plain_spans_and_reported(
              b: SpanRecord("ab" * 16, b, a, "b", 2, 8, scope=scope, attributes=SCOPES[scope]),
              root: SpanRecord("ab" * 16, root, None, "r", 0, 10, scope=scope, attributes=SCOPES[scope])}
     result = convert_one("ab" * 16, spans, True, False, Options())
-    assert result.line is not None
-    assert "parent links loop" in result.warning and "cycle" in result.warning  # ours, and the converter's
+    # left as plain spans, they hold no run: counted as not orchestration, not written, and the loop reported
+    assert result.line is None and result.not_run and not result.problems
+    assert "parent links loop" in result.warning
 
 
 def test_a_deep_foreign_tree_converts():

@@ -224,7 +224,8 @@ def test_a_small_file_is_read_line_by_line_without_importing_pyarrow(tmp_path):
     """pyarrow's import (about 0.2 s and 60 MiB) is paid back only by large files."""
     src = tmp_path / "in.json"
     src.write_bytes(orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": TRACES[0], "spanId": SPANS[0], "startTimeUnixNano": str(T0)}]}]}]}) + b"\n")
+        {"traceId": TRACES[0], "spanId": SPANS[0], "startTimeUnixNano": str(T0),
+         "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_workflow"}}]}]}]}]}) + b"\n")
     code = ("import sys; from orch_otel.offline import convert_inputs; "
             f"s = convert_inputs([{str(src)!r}], {str(tmp_path / 'out.jsonl')!r}); "
             "print(s.traces, 'pyarrow' in sys.modules)")

@@ -17,6 +17,9 @@ T0 = 1_700_000_000_000_000_000
 TRACE_OF_JOB = {0: "00000002" + "ab" * 12, 1: "00000001" + "cd" * 12}  # owner(id, 2) is the key
 
 
+RUN = {"gen_ai.operation.name": "invoke_workflow"}  # orch-otel's: a run (spans with none are not written)
+
+
 def _trace_lines(path) -> list[bytes]:
     return sorted(path.read_bytes().splitlines())
 
@@ -39,10 +42,10 @@ def logs(tmp_path):
     folder = demo_logs(tmp_path, runs=3, seed=7, batch=4)
     with open(folder / "a.json", "ab") as f:
         f.write(b"{broken\n" + _bad_span_line(TRACE_OF_JOB[1]))
-    child = SpanRecord(TRACE_OF_JOB[1], "1000000000000002", "1000000000000001", "c", T0, T0 + 1)
-    changed = SpanRecord(TRACE_OF_JOB[1], "1000000000000002", "1000000000000001", "other", T0, T0 + 1)
-    whole = [SpanRecord(TRACE_OF_JOB[0], "1000000000000001", None, "root", T0, T0 + 9),
-             SpanRecord(TRACE_OF_JOB[0], "1000000000000002", "1000000000000001", "c", T0 + 1, T0 + 2)]
+    child = SpanRecord(TRACE_OF_JOB[1], "1000000000000002", "1000000000000001", "c", T0, T0 + 1, attributes=RUN)
+    changed = SpanRecord(TRACE_OF_JOB[1], "1000000000000002", "1000000000000001", "other", T0, T0 + 1, attributes=RUN)
+    whole = [SpanRecord(TRACE_OF_JOB[0], "1000000000000001", None, "root", T0, T0 + 9, attributes=RUN),
+             SpanRecord(TRACE_OF_JOB[0], "1000000000000002", "1000000000000001", "c", T0 + 1, T0 + 2, attributes=RUN)]
     (folder / "c.json").write_bytes(otlp_line([child, child, changed, *whole]) + _bad_span_line(TRACE_OF_JOB[0]))
     return folder
 
@@ -65,10 +68,10 @@ def test_linger_counts_the_spans_other_jobs_keep(tmp_path):
     """A straggler arriving more than ``linger`` spans after its trace's root is
     late whether or not the spans in between belong to this job."""
     mine, other = TRACE_OF_JOB[0], TRACE_OF_JOB[1]
-    root = SpanRecord(mine, "1000000000000001", None, "root", T0, T0 + 10)
-    between = [SpanRecord(other, f"300000000000000{i}", None if i == 1 else "3000000000000001", "x", T0, T0 + 1)
-               for i in range(1, 4)]
-    straggler = SpanRecord(mine, "1000000000000002", root.span_id, "late", T0 + 1, T0 + 2)
+    root = SpanRecord(mine, "1000000000000001", None, "root", T0, T0 + 10, attributes=RUN)
+    between = [SpanRecord(other, f"300000000000000{i}", None if i == 1 else "3000000000000001", "x", T0, T0 + 1,
+                          attributes=RUN) for i in range(1, 4)]
+    straggler = SpanRecord(mine, "1000000000000002", root.span_id, "late", T0 + 1, T0 + 2, attributes=RUN)
     src = tmp_path / "in.json"
     src.write_bytes(b"".join(otlp_line([s]) for s in [root, *between, straggler]))
     for jobs in (1, 2):

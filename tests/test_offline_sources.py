@@ -54,7 +54,7 @@ def test_genai_other_scopes_plain_otel_and_mixed_traces(tmp_path):
     logs.write_bytes(
         # a GenAI-convention emitter orch-otel has no reader for by name
         scoped_line("agent_framework", [span("a", "1", None, **{"gen_ai.operation.name": "invoke_agent"})])
-        # an HTTP server span, and a database span under it: no orchestration source
+        # an HTTP server span, and a database span under it: no orchestration source, and no run (not written)
         + scoped_line("opentelemetry.instrumentation.flask", [span("b", "1", None)])
         + scoped_line("opentelemetry.instrumentation.sqlite3", [span("b", "2", "1")])
         # orch-otel and OpenInference in one trace
@@ -65,7 +65,8 @@ def test_genai_other_scopes_plain_otel_and_mixed_traces(tmp_path):
         + scoped_line("opentelemetry.instrumentation.flask", [span("d", "1", None)])
     )
     summary = convert_inputs([logs], tmp_path / "out.jsonl")
-    assert dict(summary.sources) == {"genai": 1, "otel": 1, "mixed": 1, "orch-otel": 1}
+    assert dict(summary.sources) == {"genai": 1, "mixed": 1, "orch-otel": 1}
+    assert (summary.not_orchestration, summary.not_orchestration_spans) == (1, 2)
 
 
 def test_cli_prints_traces_by_source(tmp_path, capsys):

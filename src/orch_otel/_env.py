@@ -96,6 +96,17 @@ export goes on in the background. Default: 2000."""
 
 DEFAULT_EXPORT_WAIT_MS = 2_000
 
+ORCH_OTEL_MAX_LINE_BYTES = "ORCH_OTEL_MAX_LINE_BYTES"
+"""Longest line the commands read from an input file (a trace line, an OTLP
+JSON line, a content-store line); a longer one is skipped, whole, as a problem
+(``file:line: reason``), and reading goes on, so memory stays near this bound.
+Default: 67108864 (64 MiB)."""
+
+ORCH_OTEL_MAX_ZSTD_RATIO = "ORCH_OTEL_MAX_ZSTD_RATIO"
+"""Most a zstd input (a file, or one message) may decompress to, as a multiple
+of its compressed size (and at least 1 MiB); past it the rest is skipped as a
+likely decompression bomb. Default: 1000."""
+
 OTEL_EXPORTER_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 OTEL_EXPORTER_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
@@ -180,6 +191,14 @@ def trace_dir() -> Path:
 def content_hash_key() -> bytes | None:
     raw = os.environ.get(ORCH_OTEL_CONTENT_HASH_KEY)
     return raw.encode() if raw else None
+
+
+def max_line_bytes() -> int:
+    return _positive_int(ORCH_OTEL_MAX_LINE_BYTES, 64 << 20)
+
+
+def max_zstd_ratio() -> int:
+    return _positive_int(ORCH_OTEL_MAX_ZSTD_RATIO, 1000)
 
 
 def max_content_chars() -> int:

@@ -17,6 +17,7 @@ that ``orch-otel convert`` and ``orch-otel dataset`` both offer
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import threading
@@ -29,40 +30,81 @@ from typing import IO, Any
 
 import orjson
 
+from ._inputs import (  # noqa: F401 (find_trace_files, trace_files: read from here, as always)
+    Problem,
+    TooLong,
+    Unreadable,
+    bounded_lines,
+    find_trace_files,
+    open_regular,
+    printable,
+    trace_files,
+)
+
 __all__ = ["OnBytes", "OnFiles", "OnProblem", "Problem", "load_contents"]
 
-TRACE_GLOB = "*.jsonl"
 BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark: some editors and Windows tools start text files with it
 
 
-def numbered_lines(handle: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of a file opened in binary mode, the first numbered
-    ``first``; a byte order mark before line 1 is dropped (JSON parsers refuse it)."""
-    for lineno, raw in enumerate(handle, start=first):
-        if lineno == 1 and raw.startswith(BOM):
+def numbered_lines(lines: Iterable[bytes | TooLong], first: int = 1) -> Iterator[tuple[int, bytes | TooLong]]:
+    """(line number, line) of the lines of a file (:func:`~orch_otel._inputs.bounded_lines`),
+    the first numbered ``first``; a byte order mark before line 1 is dropped
+    (JSON parsers refuse it). A line over the length limit is a ``TooLong``."""
+    for lineno, raw in enumerate(lines, start=first):
+        if lineno == 1 and not isinstance(raw, TooLong) and raw.startswith(BOM):
             raw = raw[len(BOM):]
         yield lineno, raw
 
 
 def file_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1,
-               first: int = 1) -> Iterator[tuple[int, bytes]]:
+               first: int = 1) -> Iterator[tuple[int, bytes | TooLong]]:
     """(line number, line) of each non-empty line of a trace (or content)
-    file, the line end kept: the one reader of trace lines. ``start``, ``end``
-    (-1: the end of the file) and ``first``: only the lines of that byte range,
-    cut on line boundaries, whose first line is number ``first`` (``--engine ray``)."""
-    with open(path, "rb") as handle:
+    file, the line end kept: the one reader of trace lines. A line longer than
+    ``ORCH_OTEL_MAX_LINE_BYTES`` comes as a ``TooLong`` (its reason), never
+    held whole. ``start``, ``end`` (-1: the end of the file) and ``first``:
+    only the lines of that byte range, cut on line boundaries, whose first
+    line is number ``first`` (``--engine ray``). Raises ``Unreadable`` (an
+    ``OSError`` saying why) for what is not a regular file."""
+    with open_regular(path) as handle:
         handle.seek(start)
-        for lineno, raw in numbered_lines(handle if end < 0 else lines_within(handle, end - start), first):
-            if raw.strip():
+        lines = bounded_lines(handle)
+        for lineno, raw in numbered_lines(lines if end < 0 else lines_within(lines, end - start), first):
+            if isinstance(raw, TooLong) or raw.strip():
                 yield lineno, raw
 
 
-def lines_within(handle: Iterable[bytes], size: int) -> Iterator[bytes]:
-    """The lines of ``handle`` that start within its next ``size`` bytes."""
-    lines = iter(handle)
+def lines_within(lines: Iterable[bytes | TooLong], size: int) -> Iterator[bytes | TooLong]:
+    """The lines (of :func:`~orch_otel._inputs.bounded_lines`) that start within the next ``size`` bytes."""
+    lines = iter(lines)
     while size > 0 and (raw := next(lines, None)) is not None:
-        size -= len(raw)
+        size -= raw.size if isinstance(raw, TooLong) else len(raw)
         yield raw
+
+
+def private_open(path: str | os.PathLike[str], flags: int) -> int:
+    """``os.open`` for a file that may hold content: created 0600 (only the
+    user can read it), whatever the umask."""
+    return os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+
+
+def private_opener(path: str, flags: int) -> int:
+    """``open(path, mode, opener=private_opener)``: :func:`private_open` for Python file objects."""
+    return private_open(path, flags)
+
+
+def private_mkdir(path: str | os.PathLike[str]) -> None:
+    """Create the folder ``path`` and its missing parents, each 0700 (only the
+    user can list it); a folder that exists is left as it is."""
+    path = Path(path)
+    if path.is_dir():
+        return
+    if path.parent != path:
+        private_mkdir(path.parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
 
 
 class LineFile:
@@ -81,9 +123,9 @@ class LineFile:
     def write(self, data: bytes) -> None:
         """Write ``data`` (whole lines) completely, or raise and leave the file as it was."""
         if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_mkdir(self.path.parent)
             flags = os.O_RDWR | os.O_CREAT | (os.O_APPEND if self._append else os.O_TRUNC)
-            self._fd = os.open(self.path, flags, 0o644)
+            self._fd = private_open(self.path, flags)
             size = os.fstat(self._fd).st_size
             if size and not _ends_with_newline(self._fd, size):  # a crash mid-line: that tail goes
                 whole = _last_line_end(self._fd, size)
@@ -228,38 +270,39 @@ def content_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     return list(dirs)
 
 
-def trace_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """The trace files named by ``paths`` (files, or directories searched for
-    ``*.jsonl`` outside their ``content/`` store), in a stable order; a file
-    named twice (or also found in a named directory) is listed once."""
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob(TRACE_GLOB) if "content" not in p.relative_to(path).parts[:-1]))
-        else:
-            found.append(path)
-    seen: set[Path] = set()
-    unique = []
-    for path in found:
-        key = path.resolve()
-        if key not in seen:
-            seen.add(key)
-            unique.append(path)
-    return unique
-
-
 @dataclass
 class Line:
     path: Path
-    lineno: int
+    lineno: int  # 0: the file itself (it could not be read)
     trace: dict[str, Any] | None
     error: str | None = None
 
+    @property
+    def where(self) -> str:
+        """``file:line`` (``file`` for the file itself), the name escaped for printing."""
+        name = printable(str(self.path))
+        return f"{name}:{self.lineno}" if self.lineno else name
+
 
 def read_lines(path: Path) -> Iterator[Line]:
-    """Each non-empty line of a trace file, parsed, or with the parse error."""
-    for lineno, raw in file_lines(path):
+    """Each non-empty line of a trace file, parsed, or with the error (a line
+    over the length limit, malformed JSON); a file that cannot be read is one
+    ``Line`` numbered 0 with the reason."""
+    try:
+        lines = file_lines(path)
+        first = next(lines, None)
+    except Unreadable as exc:
+        yield Line(path, 0, None, exc.reason)
+        return
+    except OSError as exc:
+        yield Line(path, 0, None, f"cannot read: {exc.strerror or exc}")
+        return
+    if first is None:
+        return
+    for lineno, raw in itertools.chain([first], lines):
+        if isinstance(raw, TooLong):
+            yield Line(path, lineno, None, raw.reason)
+            continue
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -311,8 +354,15 @@ class ContentIndex:
                 file_no = len(self._files)
                 self._files.append(path)
                 offset = 0
-                with open(path, "rb") as handle:
-                    for raw in handle:
+                try:
+                    handle = open_regular(path)
+                except OSError:  # not a regular file: no content there
+                    continue
+                with handle:
+                    for raw in bounded_lines(handle):
+                        if isinstance(raw, TooLong):  # longer than any content written: not read
+                            offset += raw.size
+                            continue
                         start, offset = offset, offset + len(raw)
                         if start == 0 and raw.startswith(BOM):  # the text starts after the byte order mark
                             start, raw = len(BOM), raw[len(BOM):]
@@ -378,8 +428,8 @@ class Quarantine:
     def add(self, record: bytes) -> None:
         """Write one record (a JSON object, without the newline)."""
         if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "wb")
+            private_mkdir(self.path.parent)
+            self._handle = open(self.path, "wb", opener=private_opener)
         self._handle.write(record + b"\n")
         self.count += 1
 
@@ -387,17 +437,6 @@ class Quarantine:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
-
-
-@dataclass
-class Problem:
-    """Input set aside, and why: what an ``on_problem`` callback gets. ``where``
-    is ``file:line`` (or ``file@byte-offset`` in length-prefixed files);
-    ``reason`` says what is wrong. ``convert_inputs`` hands a subclass that
-    also carries the record or span set aside."""
-
-    where: str
-    reason: str
 
 
 # The progress callbacks of orch_otel.offline.convert_inputs and orch_otel.datasets.build:

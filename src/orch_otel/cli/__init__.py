@@ -11,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .._inputs import printable
 from .._version import __version__
 from .options import EXIT_USAGE
 
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         return _needs_cli_extra(exc)
     except OSError as exc:  # a file the user named cannot be read or written: say which, no traceback
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{printable(str(exc.filename))}: " if exc.filename else ""
         print(f"orch-otel {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -17,10 +17,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
+from .._inputs import printable
 from ..foreign import SOURCES
 from ..offline.local import rare_collections
 from ..offline.outputs import EXIT_NO_INPUT, ConvertSummary, Options, quarantine_path
 from ..offline.pipeline import convert_inputs
+from ..offline.ranges import file_size
 from ..offline.readers import FORMATS_READ
 from ..offline.records import Problem
 from .options import at_least
@@ -38,7 +40,7 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
         nonlocal shown
         shown += 1
         if max_errors <= 0 or shown <= max_errors:
-            print(f"{problem.where}: {problem.reason}", file=sys.stderr)  # one line each, never wrapped
+            print(printable(f"{problem.where}: {problem.reason}"), file=sys.stderr)  # one line each, never wrapped
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                    console=err, transient=True, disable=not (err.is_terminal if progress is None else progress))
@@ -46,7 +48,7 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
     tasks: list[TaskID] = []  # the bar's one task, once the files are known
 
     def on_files(files: list[Path]) -> None:
-        total = sum(f.stat().st_size for f in files)
+        total = sum(map(file_size, files))
         tasks.append(bar.add_task(f"converting {len(files)} file(s)", total=total or None))
 
     def on_bytes(path: Path, n: int) -> None:
@@ -61,17 +63,17 @@ def run_convert(inputs: list[str], out: str, *, engine: str = "local", address: 
             summary = convert_inputs(inputs, out, engine=engine, address=address, options=options, quarantine=quarantine,
                                      on_problem=on_problem, on_bytes=on_bytes, on_files=on_files)
     except (ImportError, RuntimeError, ValueError, OSError) as exc:  # setup errors (no Ray, bad address, unwritable OUT)
-        print(f"orch-otel convert: {exc}", file=sys.stderr)
+        print(printable(f"orch-otel convert: {exc}"), file=sys.stderr)
         return EXIT_NO_INPUT
     if summary.exit_code == EXIT_NO_INPUT:
         found = (f"no log file found in {', '.join(inputs)} (convert reads {FORMATS_READ})" if not summary.files
                  else f"no span could be read from {', '.join(inputs)}")
-        print(f"orch-otel convert: {found}; nothing written ({out} is left as it was)", file=sys.stderr)
+        print(printable(f"orch-otel convert: {found}; nothing written ({out} is left as it was)"), file=sys.stderr)
         return EXIT_NO_INPUT
     if max_errors > 0 and shown > max_errors:
         print(f"... {shown - max_errors} more problem(s); all are in the quarantine file", file=sys.stderr)
     for warning in summary.warnings[:max_errors if max_errors > 0 else None]:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {printable(warning)}", file=sys.stderr)
     _print_summary(Console(highlight=False), summary, out, quarantine)
     return summary.exit_code
 
@@ -86,7 +88,9 @@ def _print_summary(console: Console, s: ConvertSummary, out: str, quarantine: st
         f"and {s.bad_records} bad record(s)" + (f" -> {q}" if s.quarantined_spans or s.bad_records else "")
         + (f"\ntraces by source: {by_source}" if by_source else "")
         + (f"\nagent definitions (create_agent only, not runs) not written: {s.definitions} trace(s), "
-           f"{s.definition_spans} span(s)" if s.definitions else ""),
+           f"{s.definition_spans} span(s)" if s.definitions else "")
+        + (f"\nnot orchestration (no orch-otel span: HTTP requests, database calls, ...) not written: "
+           f"{s.not_orchestration} trace(s), {s.not_orchestration_spans} span(s)" if s.not_orchestration else ""),
         soft_wrap=True, markup=False,
     )
 

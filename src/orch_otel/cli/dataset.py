@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from .._inputs import printable
 from ..tracefiles import Problem
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         def on_problem(problem: Problem) -> None:
             nonlocal rejects
             rejects += 1
-            progress.console.print(f"[yellow]rejected[/yellow] {escape(problem.where + ': ' + problem.reason)}",
+            progress.console.print(f"[yellow]rejected[/yellow] {escape(printable(problem.where + ': ' + problem.reason))}",
                                    highlight=False, soft_wrap=True)
             progress.update(task, rejects=rejects)
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from .. import _configure as configure
 from .. import _env as env
 from .. import demo as decorator_demo
-from ..tracefiles import read_lines
+from ..tracefiles import private_mkdir, read_lines
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from .render import summary, tree
 
@@ -32,7 +32,7 @@ def _demo_app(console: Console):
 def _writable(directory: Path) -> str | None:
     """Why traces cannot be written to ``directory``, or None when they can."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_mkdir(directory)  # it will hold traces, maybe content: private
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as exc:

@@ -13,12 +13,14 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from .._inputs import printable
 from ..replaying import ForkError, MissingContent, ReplayError, ReplayResult, options_at, replay
-from ..tracefiles import TraceWriter, content_dirs, load_contents, read_lines, trace_files
+from ..tracefiles import TraceWriter, content_dirs, find_trace_files, load_contents, read_lines
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 DEFAULT_OUT = "orch-replays"
@@ -57,12 +59,15 @@ def load(paths: list[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Every trace in ``paths`` (files or directories) and the contents beside them."""
     traces: list[dict[str, Any]] = []
     contents: dict[str, str] = {}
-    for file in trace_files(paths):
-        if not file.is_file():
-            raise UsageError(f"{file}: no such file")
+    files, unread = find_trace_files(paths)
+    for problem in unread:  # a missing named file is a usage error; a FIFO or a loop in a folder is skipped
+        if problem.where in {str(Path(p)) for p in paths}:
+            raise UsageError(f"{printable(problem.where)}: {problem.reason}")
+        print(f"{printable(problem.where)}: skipped: {problem.reason}", file=sys.stderr)
+    for file in files:
         for line in read_lines(file):
             if line.trace is None or not isinstance(line.trace.get("events"), list):
-                print(f"{file}:{line.lineno}: skipped: {line.error or 'not a trace (no events)'}", file=sys.stderr)
+                print(f"{line.where}: skipped: {printable(line.error or 'not a trace (no events)')}", file=sys.stderr)
                 continue
             traces.append(line.trace)
     for folder in content_dirs(paths):  # the content stores that go with the inputs, each read once

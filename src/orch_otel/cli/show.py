@@ -11,7 +11,8 @@ from typing import Any
 
 from rich.console import Console
 
-from ..tracefiles import read_lines, trace_files
+from .._inputs import printable
+from ..tracefiles import Line, find_trace_files, read_lines
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from .render import summary, tree
 
@@ -23,14 +24,17 @@ def run_show(path: str, trace_id: str | None, listing: bool = False) -> int:
     chosen: tuple[Path, int, dict[str, Any]] | None = None
     ids: list[str] = []
     skipped = 0
-    for file in trace_files([path]):
-        if not file.is_file():
-            print(f"orch-otel show: {file}: no such file", file=sys.stderr)
+    files, unread = find_trace_files([path])
+    for problem in unread:
+        if problem.where == str(Path(path)):
+            print(f"orch-otel show: {printable(problem.where)}: {problem.reason}", file=sys.stderr)
             return EXIT_USAGE
+        print(f"{printable(problem.where)}: {problem.reason}", file=sys.stderr)  # found in the folder: the rest is read
+    for file in files:
         for line in read_lines(file):
             if line.trace is None or not isinstance(line.trace.get("events"), list):
                 skipped += 1
-                print(f"{file}:{line.lineno}: skipped: {line.error or 'not a trace (no events)'}", file=sys.stderr)
+                print(f"{line.where}: skipped: {printable(line.error or 'not a trace (no events)')}", file=sys.stderr)
                 continue
             this = str(line.trace.get("trace_id"))
             ids.append(this)
@@ -46,12 +50,13 @@ def run_show(path: str, trace_id: str | None, listing: bool = False) -> int:
     if len(ids) > 1:
         how = "" if trace_id else "; pick another with --trace-id ID"
         print(f"{path} holds {len(ids)} traces: {_listing(ids)}", file=sys.stderr)
-        print(f"showing {trace['trace_id']} ({file}:{lineno}){how}", file=sys.stderr)
+        print(f"showing {printable(str(trace['trace_id']))} ({Line(file, lineno, None).where}){how}", file=sys.stderr)
     try:
         console.print(tree(trace))
         console.print(summary(trace))
     except (KeyError, TypeError, AttributeError) as exc:  # a line that only looks like a trace
-        print(f"{file}:{lineno}: not a valid trace ({type(exc).__name__}); run `orch-otel validate` on it", file=sys.stderr)
+        where = Line(file, lineno, None).where
+        print(f"{where}: not a valid trace ({type(exc).__name__}); run `orch-otel validate` on it", file=sys.stderr)
         return EXIT_INVALID
     return EXIT_OK
 
@@ -59,7 +64,7 @@ def run_show(path: str, trace_id: str | None, listing: bool = False) -> int:
 def _list(path: str, skipped: int) -> int:
     """Every trace in ``path``: one tab-separated line each (id, task, topology, events, stop reason), ids whole."""
     rows = []
-    for file in trace_files([path]):
+    for file in find_trace_files([path])[0]:
         for line in read_lines(file):
             trace = line.trace
             if trace is None or not isinstance(trace.get("events"), list):

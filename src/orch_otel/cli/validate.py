@@ -1,41 +1,50 @@
 """``orch-otel validate``: per-file, per-line errors. Exit codes: 0 all valid,
-1 some trace invalid, 2 a named file is missing or no trace was found."""
+1 some trace invalid, 2 a named file is missing (or no regular file) or no
+trace was found. A file found in a directory that cannot be read (a FIFO, a
+symlink loop) is reported as ``file: reason`` and the others are read."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
+from .._inputs import printable
 from .._validation import trace_errors
-from ..tracefiles import read_lines, trace_files
+from ..tracefiles import find_trace_files, read_lines
 from .options import EXIT_INVALID, EXIT_OK
 from .options import EXIT_USAGE as EXIT_NO_INPUT
 
 
 def run_validate(paths: list[str]) -> int:
     console = Console(highlight=False)
-    files = trace_files(paths)
-    missing = [p for p in files if not p.is_file()]
-    for path in missing:
-        print(f"{path}: no such file", file=sys.stderr)
-    traces = bad = 0
-    for path in (p for p in files if p.is_file()):
+    files, unread = find_trace_files(paths)
+    for problem in unread:  # a missing file, a FIFO, a symlink loop: reported, the other files read
+        print(f"{printable(problem.where)}: {problem.reason}", file=sys.stderr)
+    named_unread = any(problem.where in {str(Path(p)) for p in paths} for problem in unread)
+    traces = bad = read = 0
+    for path in files:
+        read += 1
         for line in read_lines(path):
+            if not line.lineno:  # the file could not be read after all
+                read -= 1
+                print(f"{line.where}: {line.error}", file=sys.stderr)
+                continue
             traces += 1
             errors = [line.error] if line.error else trace_errors(line.trace or {})
             if errors:
                 bad += 1
                 for error in errors:
-                    print(f"{path}:{line.lineno}: {error}", file=sys.stderr)  # one line each, never wrapped
-    if not files or traces == 0:
+                    print(f"{line.where}: {printable(error)}", file=sys.stderr)  # one line each, never wrapped
+    if traces == 0:
         print("no traces found", file=sys.stderr)
         return EXIT_NO_INPUT
     verdict = "[green]valid[/green]" if not bad else f"[red]{bad} invalid[/red]"
-    console.print(f"{traces} trace(s) in {len(files) - len(missing)} file(s): {verdict}"
-                  + (f" ({len(missing)} missing)" if missing else ""))
-    if missing:
+    skipped = len(unread) + len(files) - read
+    console.print(f"{traces} trace(s) in {read} file(s): {verdict}" + (f" ({skipped} not read)" if skipped else ""))
+    if named_unread:
         return EXIT_NO_INPUT
     return EXIT_INVALID if bad else EXIT_OK
 

@@ -16,6 +16,7 @@ from ..timeline._compare import compare_page
 from ..timeline._index import index_page
 from ..timeline._load import Found, Lookup, NotChosen, contents_for, pick, read
 from ..timeline._render import captured, trace_page
+from ..tracefiles import private_mkdir
 from .options import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 
@@ -85,7 +86,7 @@ def _forked_from(branch: Found, originals: list[Found]) -> str | None:
 def _write_index(found: list[Found], out: Path, lookup: Lookup) -> int:
     """Many traces: ``OUT`` lists them and links to ``OUT-stem-runs/<trace id>.html``."""
     folder = out.parent / f"{out.stem}-runs"
-    folder.mkdir(parents=True, exist_ok=True)
+    private_mkdir(folder)
     used: set[str] = set()
     links = []
     for one in found:

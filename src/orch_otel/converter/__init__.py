@@ -5,7 +5,8 @@ and offline output cannot drift apart. The function is pure: span records in,
 a trace dict (shaped by :mod:`orch_otel.models`) and the captured contents out.
 The mapping rules are documented in ``docs/trace-format.md``.
 
-Modules: ``_builder`` walks the span tree into events (``_values``: the
+Modules: ``_intake`` checks the spans first (no orch-otel span: not a run;
+context above the run; clock steps; sizes), ``_builder`` walks the span tree into events (``_values``: the
 strings, records and coercers the modules share), ``_spawns`` pairs
 spawns with their decisions, ``_instances`` names each agent invocation,
 ``_edges`` derives edges, costs and metrics, and ``topology`` infers the
@@ -24,11 +25,12 @@ from ..vocabulary import Attr, Topology
 from ._builder import _END, _Builder
 from ._edges import costs_and_metrics, edges
 from ._instances import assign_instances, number_instances
+from ._intake import NotOrchestration, intake
 from ._spawns import cover_spawns
 from ._values import _put, _seconds
 from .topology import infer_topology
 
-__all__ = ["Conversion", "content_refs", "convert"]
+__all__ = ["Conversion", "NotOrchestration", "content_refs", "convert"]
 
 _START = attrgetter("start_ns")
 _TOPOLOGIES = frozenset(t.value for t in Topology)
@@ -48,9 +50,14 @@ def convert(spans: Iterable[SpanRecord], *, complete: bool = True) -> Conversion
 
     ``complete=False`` marks a trace written before its root ended (memory
     bound, shutdown, crash); it then gets a stop decision with reason
-    ``incomplete``.
+    ``incomplete``. Raises :class:`NotOrchestration` when no span is
+    orch-otel's (an HTTP request's spans, a peer's): no run to write. Spans
+    of other instrumentations above the run (a web server's) are left out,
+    and times and sizes are checked first (``_intake``; repairs in ``problems``).
     """
-    b = _Builder(spans)
+    repairs: list[str] = []
+    b = _Builder(intake(spans, repairs))
+    b.problems.extend(repairs)
     b.walk()
     b.ensure_stop(complete)
     ordered = cover_spawns(b)

@@ -16,8 +16,21 @@ from typing import Any
 
 import orjson
 
+from .._inputs import Unreadable
 from .._renamed import renamed_keyword
-from ..tracefiles import ContentIndex, ContentWriter, OnBytes, OnFiles, OnProblem, Quarantine, content_dirs, trace_files
+from ..tracefiles import (
+    ContentIndex,
+    ContentWriter,
+    OnBytes,
+    OnFiles,
+    OnProblem,
+    Problem,
+    Quarantine,
+    content_dirs,
+    find_trace_files,
+    private_mkdir,
+    private_opener,
+)
 from .analysis import GROUP_VIEWS, Config
 from .groups import finish as finish_groups
 from .progress import LineProgress
@@ -92,23 +105,32 @@ class _FirstCopies:
         self._seen.pop(trace_id, None)
 
 
-def dataset_files(inputs: Sequence[str], outdir: Path) -> list[Path]:
-    """The trace files to read, found once: :func:`~orch_otel.tracefiles.trace_files`
-    less this command's own outputs in ``outdir`` that a directory input found."""
+def dataset_files(inputs: Sequence[str], outdir: Path) -> tuple[list[Path], list[Problem]]:
+    """(the trace files to read, found once: :func:`~orch_otel.tracefiles.find_trace_files`
+    less this command's own outputs in ``outdir`` that a directory input found;
+    the files found in a directory that cannot be read, a FIFO or a symlink
+    loop, each a problem). A named file that is no regular file raises."""
     explicit = {Path(p).resolve() for p in inputs if Path(p).is_file()}
-    files = []
-    for path in trace_files(inputs):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such trace file")
-        if path.resolve() in explicit or not is_own_output(path, outdir):
-            files.append(path)
-    return files
+    found, unread = find_trace_files(inputs)
+    for problem in unread:
+        if problem.where in {str(Path(p)) for p in inputs}:
+            raise Unreadable(problem.where, problem.reason)
+    files = [path for path in found if path.resolve() in explicit or not is_own_output(path, outdir)]
+    return files, unread
 
 
 def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Generator[dict[str, Any], None, None]:
     for path in files:
-        for line in raw_lines(path):
-            yield process_line(line, config, store)
+        try:
+            for line in raw_lines(path):
+                yield process_line(line, config, store)
+        except Unreadable as exc:  # swapped for a FIFO since it was found: set aside, the other files read
+            yield unread_file(Problem(exc.path, exc.reason))
+
+
+def unread_file(problem: Problem) -> dict[str, Any]:
+    """The result for a file that cannot be read: a reject naming the file."""
+    return {"where": problem.where, "reject": problem.reason, "line": ""}
 
 
 def _quarantine_record(where: str, error: str, raw: bytes) -> bytes:
@@ -171,11 +193,11 @@ def build(
     out = Path(outdir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: not a folder; -o names the folder to write the dataset into")
-    files = dataset_files(names, out.resolve())
+    files, unread = dataset_files(names, out.resolve())
     if on_files is not None:
         on_files(files)
     created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    private_mkdir(out)
     store = ContentIndex(content_dirs(names))
     summary = DatasetSummary(config.view, fmt, engine, str(output_path(out, config.view, fmt)))
     rejects_path = out / f"{config.view}.rejects.jsonl"
@@ -191,6 +213,8 @@ def build(
     ok = False
     results = ray_results(files, config, store.directories) if engine == "ray" else _local_results(files, config, store)
     try:
+        for problem in unread:
+            intake.take(unread_file(problem))
         for result in results:
             intake.take(result)
         reports.finish()
@@ -216,7 +240,8 @@ def build(
     summary.rejects = quarantine.count
     summary.rejects_path = str(rejects_path) if quarantine.count else None
     summary_path = out / f"{config.view}.summary.json"
-    partial_path(summary_path).write_bytes(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
+    with open(partial_path(summary_path), "wb", opener=private_opener) as handle:
+        handle.write(orjson.dumps(summary.to_dict(), option=orjson.OPT_INDENT_2))
     os.replace(partial_path(summary_path), summary_path)
     return summary
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
+from .._inputs import TooLong, Unreadable
 from .._validation import trace_errors
-from ..tracefiles import file_lines, trace_files
+from ..tracefiles import file_lines, find_trace_files
 from ..vocabulary import EventKind
 from .checks import event_error, trace_error
 
@@ -27,10 +28,17 @@ class RawLine:
     path: str
     lineno: int
     raw: bytes
+    error: str | None = None  # a line that cannot be read (longer than the line limit): why
+    length: int = 0  # with ``error``: the bytes of the line, skipped
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.lineno}"
+
+    @property
+    def size(self) -> int:
+        """The bytes of the line in its file, its end included."""
+        return self.length if self.error else len(self.raw) + 1
 
 
 def raw_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1, first: int = 1) -> Iterator[RawLine]:
@@ -38,15 +46,20 @@ def raw_lines(path: str | os.PathLike[str], start: int = 0, end: int = -1, first
     byte range ``start`` to ``end`` whose first line is number ``first``."""
     name = str(path)
     for lineno, raw in file_lines(path, start, end, first):
-        yield RawLine(name, lineno, raw.rstrip(b"\r\n"))
+        if isinstance(raw, TooLong):
+            yield RawLine(name, lineno, b"", raw.reason, raw.size)
+        else:
+            yield RawLine(name, lineno, raw.rstrip(b"\r\n"))
 
 
 def iter_raw_lines(paths: Sequence[str | os.PathLike[str]]) -> Iterator[RawLine]:
     """Every non-empty line of the trace files named by ``paths`` (files, or
-    directories searched for ``*.jsonl`` outside their ``content/`` store)."""
-    for path in trace_files(paths):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such trace file")
+    directories searched for ``*.jsonl`` outside their ``content/`` store).
+    A file that cannot be read (missing, a FIFO, a symlink loop) raises ``Unreadable``."""
+    files, unread = find_trace_files(paths)
+    if unread:
+        raise Unreadable(unread[0].where, unread[0].reason)
+    for path in files:
         yield from raw_lines(path)
 
 

@@ -30,7 +30,9 @@ def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str
     """One trace line -> its rows, a reject saying why not, (``missing_content``)
     the reason a view that needs captured content cannot use this trace, or
     (``not_branch``) a trace that the groups / preferences views do not use."""
-    base = {"where": line.where, "size": len(line.raw) + 1}
+    base = {"where": line.where, "size": line.size}
+    if line.error is not None:
+        return {**base, "reject": line.error, "line": ""}
     try:
         trace = parse_trace(line, validate=config.validate)
     except BadTrace as exc:

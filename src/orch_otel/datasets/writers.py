@@ -18,6 +18,7 @@ from typing import IO, Any
 import orjson
 
 from .._jsonvalues import unwritable
+from ..tracefiles import private_mkdir, private_open, private_opener
 from .analysis import VIEWS
 from .art import group_line
 from .schema import arrow_schema
@@ -56,8 +57,8 @@ class JsonlWriter:
     def __init__(self, path: Path, columns: list[tuple[str, str]]):
         self.path = path
         self.tmp = partial_path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle: IO[bytes] = open(self.tmp, "wb")
+        private_mkdir(path.parent)
+        self._handle: IO[bytes] = open(self.tmp, "wb", opener=private_opener)
         self.rows = 0
 
     def write(self, rows: list[dict[str, Any]], tag: Any = None) -> SetAside:
@@ -120,7 +121,9 @@ class ParquetWriter:
         self.pq = _need("pyarrow.parquet", fmt)
         self.path = path
         self.tmp = partial_path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_mkdir(path.parent)
+        self.tmp.unlink(missing_ok=True)  # made anew, private: pyarrow then writes into it, keeping its mode
+        os.close(private_open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         self.schema = schema if schema is not None else arrow_schema(columns)
         self.json_cols = [name for name, kind in columns if kind == "json"]
         self._writer: Any = None  # opened at the first write: a subclass may settle the schema until then
@@ -203,7 +206,7 @@ class HFWriter:
         self.path = path
         self.work = partial_path(path)
         shutil.rmtree(self.work, ignore_errors=True)
-        self.work.mkdir(parents=True)
+        private_mkdir(self.work)
         self._parquet = ParquetWriter(self.work / "rows.parquet", columns, fmt="hf")
 
     @property
@@ -229,6 +232,8 @@ class HFWriter:
                     staged = self.work / "dataset"
                     ds.save_to_disk(str(staged))
                     del ds
+                    for part in [staged, *staged.rglob("*")]:  # written by datasets under the umask: private, as ours
+                        os.chmod(part, 0o700 if part.is_dir() else 0o600)
                 finally:
                     if bars:
                         hf_logging.enable_progress_bar()

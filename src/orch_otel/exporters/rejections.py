@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from .._faults import log_fault
 from ..spans import SpanRecord, from_readable_span, to_dump
+from ..tracefiles import private_opener
 
 _log = logging.getLogger(__name__)
 REJECTED_FILE = "rejected.aside"  # not a converter input suffix: `convert DIR` does not pick it up
@@ -166,7 +167,7 @@ class SetAside:
                 return False
             line = to_dump(record)
             line["set_aside"] = {"reason": refusal.reason, "http_status": refusal.http_status, "at_ns": time.time_ns()}
-            with open(self.path, "ab") as handle:
+            with open(self.path, "ab", opener=private_opener) as handle:
                 handle.write(orjson.dumps(line, default=str) + b"\n")
             self._ids.add(record.span_id)
             return True
@@ -178,7 +179,7 @@ class SetAside:
 def quarantine_lines(directory: str | Path, segment: str, lines: Sequence[tuple[int, bytes, str]]) -> None:
     """Move unreadable segment lines aside: ``unreadable.aside``, one JSON line
     each with the segment file name, line number, reason and the raw text."""
-    with open(Path(directory) / UNREADABLE_FILE, "ab") as handle:
+    with open(Path(directory) / UNREADABLE_FILE, "ab", opener=private_opener) as handle:
         for lineno, raw, reason in lines:
             entry = {"segment": segment, "line": lineno, "reason": reason,
                      "raw": raw.decode("utf-8", "backslashreplace").rstrip("\n")}

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..spans import dump_line, from_readable_span
+from ..tracefiles import private_mkdir, private_opener
 
 __all__ = ["SpanDumpExporter"]
 
@@ -45,8 +46,8 @@ class SpanDumpExporter(SpanExporter):
         try:
             with self._lock:
                 if self._handle is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self._handle = open(self.path, "ab")
+                    private_mkdir(self.path.parent)
+                    self._handle = open(self.path, "ab", opener=private_opener)
                 self._handle.write(data)
                 self._handle.flush()
         except OSError:

@@ -29,6 +29,7 @@ from pathlib import Path
 import orjson
 
 from ..spans import SpanRecord, dump_line, record_from_dict
+from ..tracefiles import private_mkdir, private_open, private_opener
 from .batching import RateLimitedFaults
 from .spool_dir import DirectoryBytes, WriterLock
 
@@ -43,7 +44,7 @@ class _Segment:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self.fd: int | None = private_open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self.unacked: set[str] = set()
         self.size = 0
         self.records = 0
@@ -67,7 +68,7 @@ class SpanSpool:
 
     def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int, segment_records: int = 1000) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_mkdir(self.directory)
         self.max_bytes = max_bytes
         self.segment_records = segment_records
         self._shared = DirectoryBytes(self.directory, lambda: sum(_size(p) for p in spool_files(self.directory)))
@@ -217,7 +218,7 @@ class SpanSpool:
         try:
             segment = _Segment(path)
         except FileNotFoundError:  # the directory was removed from outside: make it again
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_mkdir(self.directory)
             self.faults.warn("spool_dir_removed", "orch-otel: the spool directory %s was removed; made it again",
                              self.directory)
             segment = _Segment(path)
@@ -257,7 +258,7 @@ def _keep_only(path: Path, span_ids: set[str], target: Path) -> int:
     and the acknowledgements in ``path`` keep a replay from sending twice."""
     partial = target.with_name(target.name + ".partial")  # not a segment name: never replayed half-written
     size = 0
-    with open(path, "rb") as source, open(partial, "wb") as kept:
+    with open(path, "rb") as source, open(partial, "wb", opener=private_opener) as kept:
         for raw in source:
             if raw.startswith(ACKED):
                 continue

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..tracefiles import private_open
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -111,7 +113,7 @@ class DirectoryBytes:
     def _open(self) -> int:
         """The number's file, opened once and locked here (an ``OSError`` where it cannot be)."""
         if self._fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = private_open(self.path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # can this file system lock at all?
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -164,7 +166,7 @@ class WriterLock:
     def hold(self) -> None:
         if self._fd is not None or fcntl is None:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = private_open(self.path, os.O_RDWR | os.O_CREAT)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new name: no one else holds it
         self._fd = fd
 

@@ -24,7 +24,7 @@ from .._assembly import Released, StreamAssembler
 from .._faults import log_fault
 from .._forks import after_fork_in_child
 from ..content import LocalContents
-from ..converter import content_refs, convert
+from ..converter import NotOrchestration, content_refs, convert
 from ..spans import from_readable_span
 from ..tracefiles import TraceWriter
 from .batching import AccountedBatchSpanProcessor
@@ -53,6 +53,7 @@ class TraceFileExporter(SpanExporter):
         self.writer = TraceWriter(trace_dir if trace_dir is not None else env.trace_dir())
         self._limits = (max_open_traces or limits.max_open_traces, max_spans_per_trace or limits.max_spans_per_trace)
         self.failed_traces = 0
+        self.not_orchestration = 0  # traces with no orch-otel span (an HTTP request's): counted, not written
         self._shutdown = False
         self._start()
         after_fork_in_child(self._forked)
@@ -103,6 +104,8 @@ class TraceFileExporter(SpanExporter):
                 refs = content_refs(result.trace)
                 contents = {k: v for store in local for k, v in store.take(refs).items()} | contents
             self.writer.write(result.trace, contents)
+        except NotOrchestration:
+            self.not_orchestration += 1
         except Exception:  # one bad trace must not stop the others; its exception may quote content
             self.failed_traces += 1
             log_fault(_log, logging.WARNING, "orch-otel: could not write trace %s", released.trace_id)

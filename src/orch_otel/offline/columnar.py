@@ -256,8 +256,6 @@ def _records(spans: Any) -> list[SpanRecord]:
     start = _uints(field("startTimeUnixNano"))
     end = _uints(field("endTimeUnixNano"))
     end = pc.if_else(pc.equal(end, 0), start, end)
-    if pc.any(pc.less(end, start)).as_py():
-        raise _Row
     status = field("status")
     codes, messages = _enum(pc.struct_field(status, "code"), _STATUS), _strings(pc.struct_field(status, "message"))
     remote_bit = pc.not_equal(pc.bit_wise_and(pc.fill_null(field("flags"), 0), REMOTE_PARENT), 0)

@@ -47,7 +47,7 @@ def _job(job: int, jobs: int, files: list[str], part: str, options: Options, res
         progress.cancel_join_thread()  # exit even if the parent stopped reading progress: it is only a display
     try:
         summary = ConvertSummary()
-        outputs = Outputs(Path(part))
+        outputs = Outputs(Path(part), keep_content=options.capture_content)
         on_bytes = (lambda path, n: progress.put((str(path), n))) if progress is not None else None
         try:
             with rare_collections():  # this process is the job's own: its GC is ours to tune

@@ -35,11 +35,11 @@ import orjson
 
 from .._jsonvalues import unwritable
 from ..content import ContentPolicy, Redactor
-from ..converter import convert
+from ..converter import NotOrchestration, convert
 from ..foreign import MIXED, is_definition, map_trace, source_of
 from ..spans import SpanRecord
-from ..tracefiles import ContentWriter, Quarantine
-from .records import Problem
+from ..tracefiles import ContentWriter, Quarantine, private_mkdir, private_opener
+from .records import LEFT_OUT, Problem, without_content
 
 EXIT_OK, EXIT_QUARANTINED, EXIT_NO_INPUT = 0, 1, 2
 
@@ -74,7 +74,10 @@ class ConvertSummary:
     conflicts: int = 0
     failed_traces: int = 0  # traces whose spans were quarantined because conversion failed
     definitions: int = 0  # traces that only define agents (create_agent), not runs: counted, not written
-    definition_spans: int = 0  # their spans: spans = converted + definition + quarantined spans + duplicates
+    definition_spans: int = 0  # their spans
+    not_orchestration: int = 0  # traces with no orch-otel span (an HTTP request's, a database's): counted, not written
+    not_orchestration_spans: int = 0  # their spans: spans = converted + definition + not_orchestration
+    # + quarantined spans + duplicates
     sources: Counter[str] = field(default_factory=Counter)  # traces written, by the instrumentation that wrote them
     warnings: list[str] = field(default_factory=list)
 
@@ -120,20 +123,22 @@ class Outputs:
     an earlier run's outputs stay byte for byte."""
 
     def __init__(self, out: Path, quarantine: Path | None = None, *,
-                 on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000):
+                 on_problem: Callable[[Problem], None] | None = None, max_remembered_refs: int = 100_000,
+                 keep_content: bool = False):
         if out.is_dir():
             raise IsADirectoryError(f"{out}: is a directory; -o names the trace file to write (e.g. {out}/traces.jsonl)")
         self.out = out
         self.quarantine = quarantine or quarantine_path(out)
         self.contents = content_path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
+        private_mkdir(out.parent)
         self._partials = {final: partial_path(final) for final in (self.out, self.quarantine, self.contents)}
         for stale in self._partials.values():  # left by a killed run
             stale.unlink(missing_ok=True)
-        self._traces: IO[bytes] = open(self._partials[out], "wb")
+        self._traces: IO[bytes] = open(self._partials[out], "wb", opener=private_opener)
         self._quarantined = Quarantine(self._partials[self.quarantine])
         self._contents = ContentWriter(self._partials[self.contents], append=False, limit=max_remembered_refs)
         self.on_problem = on_problem
+        self.keep_content = keep_content  # False: a quarantined span keeps no content (records.without_content)
         self._closed = False
         self._content_dir_existed = self.contents.parent.exists()
 
@@ -154,6 +159,8 @@ class Outputs:
         """Write one quarantine record (JSON, without the newline) and count it."""
         if is_span:
             summary.quarantined_spans += 1
+            if not self.keep_content:
+                line = _content_free(line)
         else:
             summary.bad_records += 1
         self._quarantined.add(line)
@@ -205,6 +212,15 @@ class Outputs:
                 self.contents.parent.rmdir()
 
 
+def _content_free(line: bytes) -> bytes:
+    """A quarantine line whose span keeps no content (:func:`.records.without_content`)."""
+    try:
+        return orjson.dumps(without_content(orjson.loads(line)))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # a value orjson cannot read back: keep where and why only
+        data = orjson.loads(line[: line.index(b',"raw"')] + b"}") if b',"raw"' in line else {}
+        return orjson.dumps({**data, "raw": LEFT_OUT}) if data else line
+
+
 @dataclass
 class Converted:
     """One trace's outcome: a JSON line to write, or problems to quarantine."""
@@ -218,6 +234,7 @@ class Converted:
     warning: str | None = None
     source: str = ""  # the instrumentation that wrote the spans (foreign/sources.py)
     definition: bool = False  # only agent definitions, no run: not written
+    not_run: bool = False  # no orch-otel span in it (converter.NotOrchestration): not written
 
 
 _POLICIES: dict[tuple[bool, tuple[Redactor, ...] | None], ContentPolicy] = {}
@@ -249,7 +266,13 @@ def convert_one(trace_id: str, spans: dict[str, SpanRecord], complete: bool, che
             return result
         mapping_notes: list[str] = []
         records = map_trace(records, read_as, _content_policy(options), mapping_notes)
-        conversion = convert(records, complete=complete)
+        try:
+            conversion = convert(records, complete=complete)
+        except NotOrchestration:
+            result.not_run = True
+            if mapping_notes:  # why a foreign log's spans could not be read as a run
+                result.warning = f"trace {trace_id}: " + "; ".join(mapping_notes)
+            return result
         trace = conversion.trace
         if check:
             from .._validation import trace_errors  # the schema validators load only for --check
@@ -280,6 +303,10 @@ def record_converted(result: Converted, outputs: Outputs, summary: ConvertSummar
     if result.definition:
         summary.definitions += 1
         summary.definition_spans += result.spans
+        return
+    if result.not_run:
+        summary.not_orchestration += 1
+        summary.not_orchestration_spans += result.spans
         return
     if result.line is None:
         summary.failed_traces += 1

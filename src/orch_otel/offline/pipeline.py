@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from .._inputs import Unreadable, why_unreadable
 from ..foreign import AUTOGEN
 from .jobs import job_count, run_jobs
 from .local import run_local
@@ -37,14 +38,15 @@ def convert_inputs(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathL
         raise ValueError("--jobs is for the local engine; Ray schedules its own workers")
     jobs = job_count(options.jobs)
     files, missing = input_files(inputs)
-    if missing:  # a mistyped name: fail before touching the outputs
-        raise FileNotFoundError(f"{missing[0]}: no such file or directory")
+    if missing:  # a mistyped name (or a named FIFO, a symlink loop): fail before touching the outputs
+        raise Unreadable(missing[0], why_unreadable(missing[0]) or "no such file or directory")
     summary = ConvertSummary()
-    outputs = Outputs(Path(out), Path(quarantine) if quarantine else None, on_problem=on_problem)
+    outputs = Outputs(Path(out), Path(quarantine) if quarantine else None, on_problem=on_problem,
+                      keep_content=options.capture_content)
     ok = False
     try:
         own = outputs.paths()
-        files = [f for f in files if f.resolve() not in own]
+        files = [f for f in files if Path(os.path.realpath(f)) not in own]  # realpath: no error on a symlink loop
         if on_files is not None:
             on_files(files)
         if engine == "ray":

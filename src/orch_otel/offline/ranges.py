@@ -82,7 +82,8 @@ def _cuts(path: Path, total: int, size: int) -> list[int]:
             if cuts and cuts[-1] >= target:
                 continue
             f.seek(target - 1)
-            f.readline()  # to the end of the line that holds byte target - 1
+            while (part := f.readline(1 << 20)) and not part.endswith(b"\n"):
+                pass  # to the end of the line that holds byte target - 1, a chunk at a time: a line may be huge
             at = f.tell()
             if at >= total:
                 break

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from .._inputs import TooLong, bounded_lines, open_regular
 from .._jsonvalues import json_bytes
 from .._ray import ray_session
 from ..spans import SpanRecord, to_dump
@@ -125,15 +126,18 @@ def _map_whole(r: Range, base: int, blocks: _Blocks) -> None:
 def _map_lines(r: Range, base: int, blocks: _Blocks) -> None:
     partitions, partition_of = blocks.partitions, dict[str, int]()
     check_first = r.start == 0
-    with open(r.path, "rb") as f:
+    with open_regular(r.path) as f:
         f.seek(r.start)
         left = r.end - r.start
         if r.start == 0 and skip_bom(f):  # a text editor's UTF-8 byte order mark, as the local reader skips it
             left -= len(BOM)
-        for lineno, line in enumerate(lines_within(f, left), start=r.first_line):
+        for lineno, line in enumerate(lines_within(bounded_lines(f), left), start=r.first_line):
+            where = f"{r.path}:{lineno}"
+            if isinstance(line, TooLong):
+                blocks.problem(base + lineno, Problem(where, line.reason))
+                continue
             if is_blank(line):
                 continue
-            where = f"{r.path}:{lineno}"
             try:
                 value = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
@@ -243,18 +247,19 @@ def _converted(traces: dict[str, dict[str, SpanRecord]], options: Options) -> An
     import pyarrow as pa
 
     columns: dict[str, list] = {k: [] for k in ("trace_id", "line", "contents", "spans", "incomplete", "failed",
-                                                "warning", "source", "definition")}
+                                                "warning", "source", "definition", "not_run")}
     for trace_id, spans in traces.items():
         complete = any(s.parent_id is None or s.parent_is_remote for s in spans.values())
         result = convert_one(trace_id, spans, complete, options.check, options)
         for key, value in (("trace_id", trace_id), ("line", result.line or b""), ("contents", orjson.dumps(result.contents)),
                            ("spans", result.spans), ("incomplete", result.incomplete),
                            ("failed", json_bytes([p.to_json() for p in result.problems])),
-                           ("warning", result.warning or ""), ("source", result.source), ("definition", result.definition)):
+                           ("warning", result.warning or ""), ("source", result.source), ("definition", result.definition),
+                           ("not_run", result.not_run)):
             columns[key].append(value)
     types = {"trace_id": pa.string(), "line": pa.binary(), "contents": pa.binary(), "spans": pa.int64(),
              "incomplete": pa.bool_(), "failed": pa.binary(), "warning": pa.string(), "source": pa.string(),
-             "definition": pa.bool_()}
+             "definition": pa.bool_(), "not_run": pa.bool_()}
     return pa.table({k: pa.array(v, types[k]) for k, v in columns.items()})
 
 
@@ -344,7 +349,8 @@ def _write_converted(table: Any, outputs: Outputs, summary: ConvertSummary) -> N
     for row in table.to_pylist():
         result = Converted(row["trace_id"], line=row["line"] or None, contents=orjson.loads(row["contents"]),
                            spans=row["spans"], incomplete=row["incomplete"], warning=row["warning"] or None,
-                           source=row["source"], definition=row["definition"])
+                           source=row["source"], definition=row["definition"],
+                           not_run=row["not_run"])
         result.problems = [Problem(d["where"], d["reason"], span=from_dump(d["span"]), is_span=True)
                            for d in orjson.loads(row["failed"])]
         record_converted(result, outputs, summary)

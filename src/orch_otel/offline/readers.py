@@ -25,11 +25,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
-from ..tracefiles import BOM
+from .._env import ORCH_OTEL_MAX_LINE_BYTES, max_line_bytes
+from .._inputs import BoundedStream, Inflated, TooLong, Unreadable, bounded_lines, decompress_bounded, open_regular, zstd_limit
+from ..tracefiles import BOM, numbered_lines
 from .columnar import BLOCK_BYTES, MIN_FILE_BYTES, available, block_chunks, parse_block
 from .otlp_json import decode_traces_data
 from .otlp_proto import decode_message
@@ -40,7 +42,8 @@ ZSTD_SUFFIXES = (".zst", ".zstd")
 # ".spool": segments of the durable export spool (orch_otel.exporters.spool), span dumps one per line
 INPUT_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp", ".bin", ".spans", ".spool"})
 FORMATS_READ = "OTLP JSON lines, length-prefixed OTLP protobuf (zstd or not), span dumps and spool segments"
-MAX_MESSAGE_BYTES = 1 << 30
+MAX_MESSAGE_BYTES = 1 << 30  # a longer length prefix is no OTLP file's: the rest of the file is skipped
+_MAX_UNDECODABLE = 16  # messages in a row that decode to nothing: past this, the file is not read on
 _PROGRESS_EVERY = 512
 
 
@@ -55,8 +58,8 @@ def input_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], li
         if path.is_dir():
             for p in sorted(path.rglob("*")):
                 rel = p.relative_to(path).parts
-                if not p.is_file() or any(part.startswith(".") for part in rel):
-                    continue
+                if p.is_dir() or any(part.startswith(".") for part in rel):
+                    continue  # not p.is_file(): a FIFO or a symlink loop is read as a problem, never silently left out
                 name = p.name[: -len(p.suffix)] if p.suffix in ZSTD_SUFFIXES else p.name
                 if Path(name).suffix in INPUT_SUFFIXES:
                     found.append(p)
@@ -77,17 +80,18 @@ def read_file(path: Path, on_bytes: Callable[[int], None] | None = None,
     :mod:`.columnar` where it can (the same chunks; ``False``: line by line,
     the reference path)."""
     try:
-        raw = open(path, "rb")
-    except OSError as exc:
-        yield Chunk(str(path), problems=[Problem(str(path), f"cannot read: {exc.strerror or exc}")])
+        raw = open_regular(path)
+    except Unreadable as exc:  # a FIFO, a symlink loop: never opened for reading, never waited on
+        yield Chunk(str(path), problems=[Problem(str(path), exc.reason)])
         return
     with raw:
         stream: IO[bytes] = raw
         if raw.peek(4)[:4] == ZSTD_MAGIC or path.suffix in ZSTD_SUFFIXES:
             import zstandard
 
-            stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
-                                       buffer_size=1 << 20)
+            inflated = BoundedStream(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True),
+                                     os.fstat(raw.fileno()).st_size)
+            stream = io.BufferedReader(inflated, buffer_size=1 << 20)
         if skip_bom(stream) or _is_json(stream):  # a byte order mark: JSON lines, never length-prefixed
             columnar = columnar and os.fstat(raw.fileno()).st_size >= MIN_FILE_BYTES and available()
             chunks = _lines(path, stream, keep, columnar)
@@ -113,7 +117,7 @@ def is_json_lines(path: Path) -> bool:
     if path.suffix in ZSTD_SUFFIXES:
         return False
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO is none: read whole by the line reader, which says why
             return f.peek(3)[:3] == BOM or (f.peek(1)[:1] != b"" and _is_json(f))
     except OSError:
         return False
@@ -188,7 +192,8 @@ def not_a_span_file(name: str, what: tuple[str, str, str]) -> Problem:
 
 def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None, columnar: bool) -> Iterator[Chunk]:
     name = str(path)
-    lines = ((lineno, line) for lineno, line in enumerate(stream, start=1) if not is_blank(line))
+    lines = ((lineno, line) for lineno, line in numbered_lines(bounded_lines(stream))
+             if isinstance(line, TooLong) or not is_blank(line))  # type: Iterator[tuple[int, bytes | TooLong]]
     for lineno, line in lines:  # line by line up to the first JSON value: it may say the file is not spans
         chunk, parsed, other_output = _line(name, lineno, line, keep, first=True)
         yield chunk
@@ -203,12 +208,15 @@ def _lines(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None, co
     yield from _blocks(name, lines, keep)
 
 
-def _line(name: str, lineno: int, line: bytes, keep: Callable[[str], bool] | None,
+def _line(name: str, lineno: int, line: bytes | TooLong, keep: Callable[[str], bool] | None,
           first: bool = False) -> tuple[Chunk, bool, bool]:
     """One JSON line through the row path: (its chunk, whether it parsed, whether
     it is another command's output). With ``first``, such a record gives the one
     problem for the whole file."""
     chunk = Chunk(f"{name}:{lineno}", keep=keep)
+    if isinstance(line, TooLong):
+        chunk.problems.append(Problem(chunk.where, line.reason))
+        return chunk, False, False
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -222,14 +230,20 @@ def _line(name: str, lineno: int, line: bytes, keep: Callable[[str], bool] | Non
     return chunk, True, False
 
 
-def _blocks(name: str, lines: Iterator[tuple[int, bytes]], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
+def _blocks(name: str, lines: Iterator[tuple[int, bytes | TooLong]], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
     """The lines in blocks through :mod:`.columnar`, each block parsed on a helper
     thread while the one before is decoded here; a block it cannot read goes line by line."""
-    def blocks() -> Iterator[tuple[list[int], list[bytes], bytes]]:
+    def blocks() -> Iterator[tuple[list[int], list[bytes | TooLong], bytes]]:
         numbers: list[int] = []
-        raw: list[bytes] = []
+        raw: list[bytes | TooLong] = []
         size = 0
         for lineno, line in lines:
+            if isinstance(line, TooLong):  # its problem, in a block of its own (the row path says it)
+                if raw:
+                    yield numbers, raw, _joined(raw)
+                    numbers, raw, size = [], [], 0
+                yield [lineno], [line], b""
+                continue
             numbers.append(lineno)
             raw.append(line)
             size += len(line)
@@ -242,12 +256,12 @@ def _blocks(name: str, lines: Iterator[tuple[int, bytes]], keep: Callable[[str],
     with ThreadPoolExecutor(1, thread_name_prefix="orch-otel-json") as pool:
         todo = blocks()
         block = next(todo, None)
-        parsing = pool.submit(parse_block, block[2], len(block[0])) if block else None
+        parsing = pool.submit(_parse, block) if block else None
         while block is not None and parsing is not None:
             numbers, raw, _ = block
             parsed = parsing.result()
             block = next(todo, None)
-            parsing = pool.submit(parse_block, block[2], len(block[0])) if block else None
+            parsing = pool.submit(_parse, block) if block else None
             chunks = block_chunks(name, numbers, parsed, keep) if parsed is not None else None
             if chunks is not None:
                 yield from chunks
@@ -256,13 +270,19 @@ def _blocks(name: str, lines: Iterator[tuple[int, bytes]], keep: Callable[[str],
                     yield _line(name, lineno, line, keep)[0]
 
 
-def _joined(lines: list[bytes]) -> bytes:
-    block = b"".join(lines)
+def _parse(block: tuple[list[int], list, bytes]) -> Any:
+    return parse_block(block[2], len(block[0])) if block[2] else None
+
+
+def _joined(lines: list[bytes | TooLong]) -> bytes:
+    block = b"".join(line for line in lines if not isinstance(line, TooLong))
     return block if block.endswith(b"\n") else block + b"\n"
 
 
 def _messages(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None) -> Iterator[Chunk]:
     offset = 0
+    empty = 0  # messages in a row that held nothing (no span, no decodable message)
+    limit = max_line_bytes()
     while True:
         head = stream.read(4)
         if not head:
@@ -276,10 +296,20 @@ def _messages(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None)
         if text and size > MAX_MESSAGE_BYTES:
             yield _not_a_span_log(path, head)
             return
-        if size > MAX_MESSAGE_BYTES:
-            yield Chunk(where, problems=[Problem(where, f"implausible message length {size}: not a length-prefixed "
-                                                 "OTLP file, or corrupt; the rest of the file is skipped", _b64(head))])
+        if size > MAX_MESSAGE_BYTES or size == 0:
+            what = "an empty message" if size == 0 else f"implausible message length {size}"
+            yield Chunk(where, problems=[Problem(where, f"{what}: not a length-prefixed OTLP file, or corrupt; "
+                                                 "the rest of the file is skipped", _b64(head))])
             return
+        if size > limit:  # never held: skipped, and the next message read
+            skipped = _skip(stream, size)
+            if skipped < size:
+                yield Chunk(where, problems=[Problem(where, f"truncated message: {skipped} of {size} bytes")])
+                return
+            offset += 4 + size
+            yield Chunk(where, problems=[Problem(where, f"message of {size} bytes is longer than the limit of {limit} "
+                                                 f"bytes ({ORCH_OTEL_MAX_LINE_BYTES}); skipped")])
+            continue
         payload = stream.read(size)
         if text and len(payload) < size:
             yield _not_a_span_log(path, head)
@@ -288,7 +318,25 @@ def _messages(path: Path, stream: IO[bytes], keep: Callable[[str], bool] | None)
             yield Chunk(where, problems=[Problem(where, f"truncated message: {len(payload)} of {size} bytes", _b64(payload))])
             return
         offset += 4 + size
-        yield decode_payload(payload, where, keep)
+        chunk = decode_payload(payload, where, keep)
+        useful = chunk.spans or chunk.skipped or any(p.is_span for p in chunk.problems)
+        empty = 0 if useful else empty + 1
+        yield chunk
+        if empty >= _MAX_UNDECODABLE:
+            yield Chunk(str(path), problems=[Problem(str(path), f"{empty} messages in a row could not be decoded: "
+                                                     "not a length-prefixed OTLP file, or corrupt; the rest is skipped")])
+            return
+
+
+def _skip(stream: IO[bytes], size: int) -> int:
+    """Read past ``size`` bytes a chunk at a time; the bytes there were."""
+    done = 0
+    while done < size:
+        data = stream.read(min(1 << 20, size - done))
+        if not data:
+            break
+        done += len(data)
+    return done
 
 
 def _not_a_span_log(path: Path, head: bytes) -> Chunk:
@@ -308,7 +356,10 @@ def decode_payload(payload: bytes, where: str, keep: Callable[[str], bool] | Non
         import zstandard
 
         try:
-            payload = zstandard.ZstdDecompressor().decompressobj().decompress(payload)
+            payload = decompress_bounded(payload, min(zstd_limit(len(payload)), max_line_bytes()))
+        except Inflated as exc:
+            chunk.problems.append(Problem(where, str(exc)))
+            return chunk
         except zstandard.ZstdError as exc:
             chunk.problems.append(Problem(where, f"corrupt zstd message: {exc}", _b64(payload)))
             return chunk

@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..tracefiles import private_mkdir, private_opener
 from ._compare import compare_page
 from ._load import Lookup, check, contents_for, lookup_of, pick, read
 from ._render import captured, trace_page
@@ -30,9 +31,12 @@ class View(str):
                 'style="width:100%;height:640px;border:1px solid #d5d9df"></iframe>')
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the page to ``path`` (UTF-8); returns the path."""
+        """Write the page to ``path`` (UTF-8), private to the user (0600; a folder
+        made for it 0700): it may show captured content. Returns the path."""
         target = Path(path)
-        target.write_text(str(self), encoding="utf-8")
+        private_mkdir(target.parent)
+        with open(target, "w", encoding="utf-8", opener=private_opener) as handle:
+            handle.write(str(self))
         return target
 
 

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tracefiles import ContentIndex, content_dirs, read_lines, trace_files
+from .._inputs import printable, shown
+from ..tracefiles import ContentIndex, content_dirs, find_trace_files, read_lines
+from ..vocabulary import MAX_NAME_CHARS
 
 Lookup = Callable[[str], "str | None"]
 
@@ -34,20 +36,42 @@ def check(trace: Any, where: str = "trace") -> dict[str, Any]:
     edges = trace.get("edges", [])
     if not isinstance(edges, list) or not all(isinstance(e, Mapping) for e in edges):
         raise ValueError(f"{where}: 'edges' must be a list of objects")
-    return dict(trace)
+    try:
+        return _shown(trace)
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to draw") from None
+
+
+def _shown(value: Any) -> Any:
+    """The trace as the page shows it: every text (names, reasons, ids; content is
+    not in a trace, only its refs) with control characters and bidi overrides
+    escaped and cut to ``MAX_NAME_CHARS`` (:func:`orch_otel._inputs.shown`)."""
+    if type(value) is str:
+        return value if len(value) <= MAX_NAME_CHARS and value.isprintable() else shown(value)
+    if isinstance(value, Mapping):
+        return {(_shown(k) if type(k) is str else k): _shown(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    return value
 
 
 def read(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Found], list[str]]:
-    """Every trace in the files (or directories) named, and each line set aside, as 'file:line: reason'."""
+    """Every trace in the files (or directories) named, and each line (or file)
+    set aside, as 'file:line: reason' (names escaped for printing). A named
+    file that is missing (or no regular file) raises FileNotFoundError."""
+    paths = list(paths)
     found: list[Found] = []
     problems: list[str] = []
-    for file in trace_files(paths):
-        if not file.is_file():
-            raise FileNotFoundError(2, "no such file", str(file))
+    files, unread = find_trace_files(paths)
+    for problem in unread:
+        if problem.where in {str(Path(p)) for p in paths}:
+            raise FileNotFoundError(2, problem.reason, problem.where)
+        problems.append(f"{printable(problem.where)}: {problem.reason}")
+    for file in files:
         for line in read_lines(file):
-            where = f"{file}:{line.lineno}"
+            where = line.where
             if line.trace is None:
-                problems.append(f"{where}: skipped: {line.error}")
+                problems.append(f"{where}: {'' if not line.lineno else 'skipped: '}{printable(line.error or '')}")
                 continue
             try:
                 found.append(Found(where, check(line.trace, where)))
