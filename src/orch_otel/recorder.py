@@ -22,6 +22,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from . import _env as env
 from ._faults import is_strict
 from ._invocation import (
     CANCELLED,
@@ -47,6 +48,7 @@ from .content import ContentPolicy
 from .vocabulary import (
     CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,
+    OPENINFERENCE_CHAIN,
     Attr,
     DecisionKind,
     Operation,
@@ -76,6 +78,7 @@ class Recorder:
             GeneratorExit: OK,
         }
         self._warned: set[str] = set()
+        self.genai_latest = env.genai_latest_experimental()  # read once, like the content policy
 
     # -- exception classification ---------------------------------------------------
 
@@ -111,7 +114,8 @@ class Recorder:
         ``links`` join related runs (a resume links to the interrupted run).
         ``input`` is the run's input, content: kept as the content policy says
         (a replay feeds it to the app again)."""
-        attrs = {Attr.OPERATION: Operation.INVOKE_WORKFLOW.value, Attr.WORKFLOW_NAME: name}
+        attrs = {Attr.OPERATION: Operation.INVOKE_WORKFLOW.value, Attr.WORKFLOW_NAME: name,
+                 Attr.OPENINFERENCE_SPAN_KIND: OPENINFERENCE_CHAIN}
         content_into(attrs, self.content, input, Attr.INPUT_REF, Attr.RUN_INPUT)
         put(attrs, Attr.TASK_ID, task_id)
         put(attrs, Attr.CONVERSATION_ID, conversation_id)
@@ -129,6 +133,7 @@ class Recorder:
         role: str | None = None,
         description: str | None = None,
         spawned: bool = False,
+        provider: str | None = None,
         fanout_index: int | None = None,
         fanout_size: int | None = None,
         task_id: str | None = None,
@@ -139,6 +144,7 @@ class Recorder:
         input: Any = None,
     ) -> Invocation:
         """An agent invocation. ``spawned`` marks a sub-agent started by its parent;
+        ``provider``: the ``gen_ai.provider.name`` of the agent's model, where known;
         ``input``: a standalone agent run's input (content, as for ``workflow``)."""
         attrs: dict[str, Any] = {
             Attr.OPERATION: Operation.INVOKE_AGENT.value,
@@ -148,6 +154,7 @@ class Recorder:
         content_into(attrs, self.content, input, Attr.INPUT_REF, Attr.RUN_INPUT)
         put(attrs, Attr.AGENT_ROLE, role)
         put(attrs, Attr.AGENT_DESCRIPTION, description)
+        put(attrs, Attr.PROVIDER, provider)
         if spawned:
             attrs[Attr.AGENT_SPAWNED] = True
         put(attrs, Attr.FANOUT_INDEX, fanout_index)

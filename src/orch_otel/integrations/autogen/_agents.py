@@ -20,19 +20,37 @@ from ._state import arg, recording, telemetry_failed
 from ._workbenches import called_as, inside_workbench_call
 
 
-def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any):
+def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any, handoff_type: type[Any]):
     call_id = arg(args, kwargs, 2, "call_id")
-    return recorder.tool(
+    inv = recorder.tool(
         called_as(call_id) or tool.name, call_id=call_id, arguments=arg(args, kwargs, 0, "args"),
     ).start(attach=True)
+    target = handoff_target(tool, handoff_type)
+    if target is not None:  # a Swarm handoff: the agent passes control to the target
+        inv.transfer(target)
+    return inv
 
 
-def run_json(recorder: Recorder) -> Callable[..., Any]:
+def handoff_target(tool: Any, handoff_type: type[Any]) -> str | None:
+    """The target agent of a tool AutoGen made from a ``Handoff``
+    (``Handoff.handoff_tool``): its function holds the framework's own
+    ``Handoff``. None for every other tool, whatever its name."""
+    for cell in getattr(getattr(tool, "_func", None), "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, handoff_type):
+            return str(value.target)
+    return None
+
+
+def run_json(recorder: Recorder, handoff_type: type[Any]) -> Callable[..., Any]:
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         if not recording() or inside_workbench_call():  # outside a run, or the workbench call's own tool
             return await wrapped(*args, **kwargs)
         try:
-            inv = _tool_invocation(recorder, instance, args, kwargs)
+            inv = _tool_invocation(recorder, instance, args, kwargs, handoff_type)
         except Exception:
             telemetry_failed("tool start")
             return await wrapped(*args, **kwargs)

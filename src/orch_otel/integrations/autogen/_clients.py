@@ -27,6 +27,7 @@ from ._state import LLM_KEY, ModelCall, arg, telemetry_failed
 
 _PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)
     ("AzureOpenAI", "azure.ai.openai"),
+    ("AnthropicBedrock", "aws.bedrock"),
     (".openai.", "openai"),
     (".anthropic.", "anthropic"),
     (".azure.", "azure.ai.inference"),
@@ -57,6 +58,12 @@ def provider_name(client: Any) -> str | None:
         if fragment in where:
             return provider
     return None
+
+
+def agent_provider(agent: Any) -> str | None:
+    """The provider of an agent's own model client (``AssistantAgent``); None for agents without one."""
+    client = getattr(agent, "_model_client", None)
+    return None if client is None else provider_name(client)
 
 
 def _in_run() -> bool:
