@@ -125,6 +125,12 @@ def test_autogen_client_classes_name_their_providers():
     azure = AzureOpenAIChatCompletionClient(model="gpt-4o", azure_endpoint="https://example.invalid",
                                             api_version="2024-06-01", api_key="not-a-key")
     assert (provider_name(openai), provider_name(azure)) == ("openai", "azure.ai.openai")
+    # autogen-ext sends gemini-* and claude-* models to their providers' OpenAI-compatible endpoints.
+    gemini = OpenAIChatCompletionClient(model="gemini-1.5-flash", api_key="not-a-key")
+    claude = OpenAIChatCompletionClient(model="claude-3-5-haiku-20241022", api_key="not-a-key")
+    assert (provider_name(gemini), provider_name(claude)) == ("gcp.gemini", "anthropic")
+    local = OpenAIChatCompletionClient(model="gpt-4o", api_key="not-a-key", base_url="http://127.0.0.1:9/v1")
+    assert provider_name(local) == "openai"  # an OpenAI-compatible server of unknown make: the client's flavour
     assert provider_name(autogen_apps.replay("x")) is None  # an offline replay has no provider
 
 
