@@ -175,7 +175,7 @@ def test_a_tool_named_like_a_handoff_is_not_a_transfer(captured, latest):
     assert transfers(captured) == {"execute_tool transfer_to_bob": (None, None, None, None)}
 
 
-async def test_autogen_swarm_handoff_tools_are_transfers_under_the_opt_in(captured, latest):
+async def test_autogen_swarm_handoff_tools_are_transfers_under_the_opt_in(captured, latest, at_start):
     result = await asyncio.wait_for(autogen_apps.swarm_team().run(task="go"), TIMEOUT)
     assert result.stop_reason == "Handoff to user from bob detected."
     # alice: lookup (t1) and her Handoff to bob (h1); bob: his Handoff to "user" (h2). AutoGen's
@@ -185,6 +185,9 @@ async def test_autogen_swarm_handoff_tools_are_transfers_under_the_opt_in(captur
         "execute_tool transfer_to_bob": ("alice", "pass_control", "agent", "bob"),
         "execute_tool transfer_to_user": ("bob", "pass_control", "agent", "user"),
     }
+    # AutoGen knows the target before the tool runs: the refinement is there when the span starts.
+    started = dict(at_start)["execute_tool transfer_to_bob"]
+    assert (started[Attr.AGENT_NAME], started[Attr.TRANSFER_TARGET_NAME]) == ("alice", "bob")
 
 
 async def test_by_default_no_span_carries_the_unreleased_transfer_attributes(captured):

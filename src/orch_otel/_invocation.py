@@ -207,14 +207,9 @@ class ToolInvocation(Invocation):
         ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (the
         refinement is not in a released version of the conventions yet)."""
         span = self.span
-        if not (self._owner.genai_latest and target and span.is_recording()):
-            return
-        attrs: dict[str, Any] = {Attr.TRANSFER_MODE: str(mode), Attr.TRANSFER_TARGET_TYPE: str(target_type),
-                                 Attr.TRANSFER_TARGET_NAME: str(target)}
-        source = otel_context.get_value(AGENT_KEY, self.context)
-        if isinstance(source, str):
-            attrs[Attr.AGENT_NAME] = source
-        span.set_attributes(attrs)
+        if self._owner.genai_latest and target and span.is_recording():
+            source = otel_context.get_value(AGENT_KEY, self.context)
+            span.set_attributes(transfer_attributes(target, mode, target_type, source))
 
     @guarded
     def set_result(self, result: Any) -> None:
@@ -278,6 +273,15 @@ def names(value: str | Iterable[str] | None) -> list[str]:
 def put(attrs: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         attrs[key] = value
+
+
+def transfer_attributes(target: str, mode: str, target_type: str, source: Any) -> dict[str, Any]:
+    """The transfer refinement of an ``execute_tool`` span; ``source``: the agent calling the tool."""
+    attrs: dict[str, Any] = {Attr.TRANSFER_MODE: str(mode), Attr.TRANSFER_TARGET_TYPE: str(target_type),
+                             Attr.TRANSFER_TARGET_NAME: str(target)}
+    if isinstance(source, str):
+        attrs[Attr.AGENT_NAME] = source
+    return attrs
 
 
 def content_into(attrs: dict[str, Any], policy: ContentPolicy, content: Any, ref_key: str, text_key: str) -> None:

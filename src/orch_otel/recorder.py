@@ -41,6 +41,7 @@ from ._invocation import (
     decision_event,
     names,
     put,
+    transfer_attributes,
 )
 from ._renamed import renamed_keyword
 from ._version import __version__
@@ -55,6 +56,8 @@ from .vocabulary import (
     RewardUnit,
     SpanEvent,
     StopReason,
+    TransferMode,
+    TransferTarget,
 )
 
 __all__ = [
@@ -174,10 +177,16 @@ class Recorder:
         call_id: str | None = None,
         arguments: Any = None,
         tool_type: str | None = None,
+        transfer_to: str | None = None,
         attributes: dict[str, Any] | None = None,
     ) -> ToolInvocation:
-        """A tool execution; ``call_id`` pairs it with the model's tool call."""
+        """A tool execution; ``call_id`` pairs it with the model's tool call.
+        ``transfer_to``: the framework says this tool hands control to that
+        agent (a handoff tool), known before it runs; see ``ToolInvocation.transfer``."""
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.EXECUTE_TOOL.value, Attr.TOOL_NAME: name}
+        if transfer_to and self.genai_latest:  # at start, so samplers see it
+            attrs.update(transfer_attributes(transfer_to, TransferMode.PASS_CONTROL, TransferTarget.AGENT,
+                                             current_agent()))
         put(attrs, Attr.TOOL_CALL_ID, call_id)
         put(attrs, Attr.TOOL_TYPE, tool_type)
         content_into(attrs, self.content, arguments, Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS)

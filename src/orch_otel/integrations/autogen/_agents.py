@@ -22,13 +22,10 @@ from ._workbenches import called_as, inside_workbench_call
 
 def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any, handoff_type: type[Any]):
     call_id = arg(args, kwargs, 2, "call_id")
-    inv = recorder.tool(
+    return recorder.tool(
         called_as(call_id) or tool.name, call_id=call_id, arguments=arg(args, kwargs, 0, "args"),
+        transfer_to=handoff_target(tool, handoff_type),  # a Swarm handoff: control passes to the target
     ).start(attach=True)
-    target = handoff_target(tool, handoff_type)
-    if target is not None:  # a Swarm handoff: the agent passes control to the target
-        inv.transfer(target)
-    return inv
 
 
 def handoff_target(tool: Any, handoff_type: type[Any]) -> str | None:
