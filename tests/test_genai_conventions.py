@@ -10,7 +10,9 @@ models, or a local OpenAI-compatible server on loopback)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import autogen_apps
@@ -231,3 +233,24 @@ def test_a_model_call_stays_a_client_span_through_the_span_dump(captured):
     (span,) = captured.spans
     assert span.kind == "client"
     assert record_from_dict(orjson.loads(dump_line(span))).kind == "client"
+
+
+def test_the_opt_in_from_the_environment_reaches_instrument(run_python, tmp_path):
+    """End to end, in a fresh process: the variable set, ``orch_otel.instrument()``, a LangGraph swarm."""
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import orch_otel
+from orch_otel import testing
+orch_otel.instrument(trace_dir={str(tmp_path / "traces")!r})
+import langgraph_apps
+with testing.capture() as captured:
+    langgraph_apps.build_swarm().invoke(langgraph_apps.user_input(), {{"configurable": {{"thread_id": "t"}}}})
+print(json.dumps({{s.name: s.attributes.get("gen_ai.transfer.target.name") for s in captured.spans
+                  if s.name.startswith("execute_tool")}}))
+"""
+    for opt_in, expected in (("gen_ai_latest_experimental", "Bob"), ("", None)):
+        result = run_python(code, env={"OTEL_SEMCONV_STABILITY_OPT_IN": opt_in})
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+            "execute_tool transfer_to_bob": expected, "execute_tool add": None}
