@@ -182,13 +182,13 @@ async def test_autogen_swarm_handoff_tools_are_transfers_under_the_opt_in(captur
     assert result.stop_reason == "Handoff to user from bob detected."
     # alice: lookup (t1) and her Handoff to bob (h1); bob: his Handoff to "user" (h2). AutoGen's
     # Handoff names its target an agent, so the target type is agent for both.
+    # AutoGen knows the target before the tool runs: the refinement's span name, its attributes at start.
     assert transfers(captured) == {
         "execute_tool lookup": (None, None, None, None),
-        "execute_tool transfer_to_bob": ("alice", "pass_control", "agent", "bob"),
-        "execute_tool transfer_to_user": ("bob", "pass_control", "agent", "user"),
+        "execute_tool transfer_to_bob bob": ("alice", "pass_control", "agent", "bob"),
+        "execute_tool transfer_to_user user": ("bob", "pass_control", "agent", "user"),
     }
-    # AutoGen knows the target before the tool runs: the refinement is there when the span starts.
-    started = dict(at_start)["execute_tool transfer_to_bob"]
+    started = dict(at_start)["execute_tool transfer_to_bob bob"]
     assert (started[Attr.AGENT_NAME], started[Attr.TRANSFER_TARGET_NAME]) == ("alice", "bob")
 
 

@@ -184,15 +184,17 @@ class Recorder:
         ``transfer_to``: the framework says this tool hands control to that
         agent (a handoff tool), known before it runs; see ``ToolInvocation.transfer``."""
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.EXECUTE_TOOL.value, Attr.TOOL_NAME: name}
-        if transfer_to and self.genai_latest:  # at start, so samplers see it
+        span_name = f"execute_tool {name}"
+        if transfer_to and self.genai_latest:  # at start, so samplers see it; the refinement's span name
             attrs.update(transfer_attributes(transfer_to, TransferMode.PASS_CONTROL, TransferTarget.AGENT,
                                              current_agent()))
+            span_name = f"{span_name} {transfer_to}"
         put(attrs, Attr.TOOL_CALL_ID, call_id)
         put(attrs, Attr.TOOL_TYPE, tool_type)
         content_into(attrs, self.content, arguments, Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS)
         if attributes:
             attrs.update(attributes)
-        return ToolInvocation(self, f"execute_tool {name}", attrs)
+        return ToolInvocation(self, span_name, attrs)
 
     def llm(
         self,
