@@ -254,3 +254,11 @@ print(json.dumps({{s.name: s.attributes.get("gen_ai.transfer.target.name") for s
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout.strip().splitlines()[-1]) == {
             "execute_tool transfer_to_bob": expected, "execute_tool add": None}
+
+
+def test_an_agent_helper_names_its_model_provider_at_start(captured, at_start):
+    import orch_otel
+
+    with orch_otel.workflow("app"), orch_otel.agent("planner", provider="anthropic"):
+        pass
+    assert dict(at_start)["invoke_agent planner"][Attr.PROVIDER] == "anthropic"
