@@ -93,10 +93,11 @@ def keywords(fn) -> set[str]:
 
 
 def test_the_helpers_take_their_recorder_methods_keywords_by_the_same_names():
-    # what integrations alone pass (another span, fan-out fields, raw attributes, how the framework routed a
-    # decision for forks), or a helper derives itself (``input``: @workflow / @agent take it from the call's arguments)
+    # what integrations alone pass (another span, fan-out fields, raw attributes), or a helper derives itself
+    # (``input``: @workflow / @agent take it from the decorated call's arguments; ``route``: how a framework
+    # made a decision, for forks; ``transfer_to``: a framework's handoff tool)
     not_for_helpers = {"span", "attributes", "links", "fanout_index", "fanout_size", "conversation_id",
-                       "call_id", "arguments", "input", "route"}
+                       "call_id", "arguments", "input", "route", "transfer_to"}
     pairs = [(orch_otel.spawn, Recorder.spawn), (orch_otel.delegate, Recorder.delegate),
              (orch_otel.message, Recorder.message), (orch_otel.aggregate, Recorder.aggregate),
              (orch_otel.stop, Recorder.stop), (orch_otel.human_intervention, Recorder.human_intervention),

@@ -135,6 +135,13 @@ def test_phoenix_receives_the_span_tree_with_genai_and_orchestration_attributes(
     assert stop["attributes"][Attr.STOP_REASON] == "end"
     chats = [s for s in received.values() if s["name"].startswith("chat ")]
     assert len(chats) == 6 and all(s["attributes"][Attr.INPUT_TOKENS] > 0 for s in chats)
+    # Phoenix shows the run as a workflow of agents: the root a chain (not "unknown"), each
+    # agent an agent, each model call an LLM call, each tool a tool.
+    kinds = {name: {s["span_kind"] for s in received.values() if s["name"].startswith(name)}
+             for name in ("invoke_workflow ", "invoke_agent ", "chat ", "execute_tool ")}
+    assert kinds == {"invoke_workflow ": {"CHAIN"}, "invoke_agent ": {"AGENT"}, "chat ": {"LLM"},
+                     "execute_tool ": {"TOOL"}}
+    assert Counter(s["span_kind"] for s in received.values()) == {"AGENT": 6, "LLM": 6, "TOOL": 3, "CHAIN": 1}
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])

@@ -236,12 +236,14 @@ def agent(
     agent_id: str | None = None,
     description: str | None = None,
     spawned: bool | None = None,
+    provider: str | None = None,
     task_id: str | None = None,
     system: str | None = None,
     topology: str | None = None,
 ) -> Any:
     """Trace an agent: ``@agent``, ``@agent("planner", role="planner")`` or
-    ``with agent("planner"):``.
+    ``with agent("planner"):``. ``provider``: the ``gen_ai.provider.name`` of
+    the agent's model (``openai``, ``anthropic``, ...), when it has one.
 
     ``spawned`` defaults to True when the agent starts inside another agent:
     calling a sub-agent from an agent spawns it.
@@ -258,6 +260,7 @@ def agent(
             role=role,
             description=description,
             spawned=inside if spawned is None else spawned,
+            provider=provider,
             task_id=task_id,
             system=system or "custom",
             topology=topology,

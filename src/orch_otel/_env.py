@@ -17,6 +17,13 @@ _log = logging.getLogger(__name__)
 ORCH_OTEL_TRACE_DIR = "ORCH_OTEL_TRACE_DIR"
 """Directory for replayable trace files. Default: ``./orch-traces``."""
 
+OTEL_SEMCONV_STABILITY_OPT_IN = "OTEL_SEMCONV_STABILITY_OPT_IN"
+"""OTel transition rule: a comma-separated list of opt-ins. ``gen_ai_latest_experimental``
+adds what only the newest, unreleased GenAI conventions define (docs/otlp.md,
+"GenAI conventions"). Default: the conventions orch-otel has always emitted."""
+
+GENAI_LATEST_EXPERIMENTAL = "gen_ai_latest_experimental"
+
 CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """OTel GenAI convention: capture message and tool content (``true``, or one of
 ``span_only`` / ``span_and_event``). Default: off."""
@@ -145,6 +152,12 @@ def _positive_int(name: str, default: int) -> int:
 
 def strict() -> bool:
     return _flag(ORCH_OTEL_STRICT, False)
+
+
+def genai_latest_experimental() -> bool:
+    """Whether ``OTEL_SEMCONV_STABILITY_OPT_IN`` lists ``gen_ai_latest_experimental``."""
+    values = os.environ.get(OTEL_SEMCONV_STABILITY_OPT_IN, "")
+    return GENAI_LATEST_EXPERIMENTAL in {v.strip().lower() for v in values.split(",")}
 
 
 def capture_content() -> bool:

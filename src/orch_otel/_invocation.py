@@ -29,7 +29,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 from ._faults import guarded, log_fault
 from ._tokens import TokenRecord
 from .content import ContentPolicy
-from .vocabulary import Attr, DecisionKind, SpanEvent, StopReason
+from .vocabulary import Attr, DecisionKind, SpanEvent, StopReason, TransferMode, TransferTarget
 
 _log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ class Owner(Protocol):
 
     tracer: trace.Tracer
     content: ContentPolicy
+    genai_latest: bool  # OTEL_SEMCONV_STABILITY_OPT_IN lists gen_ai_latest_experimental
 
     def classify(self, error: BaseException) -> str:
         """The outcome ``error`` stands for: ERROR, or a control-flow outcome."""
@@ -104,6 +105,7 @@ class Invocation:
     """
 
     __slots__ = ("_owner", "_name", "_attributes", "_links", "span", "context", "_token", "_run", "_ended")
+    _kind = SpanKind.INTERNAL  # the GenAI conventions' kind for runs, in-process agents and tools
 
     def __init__(self, owner: Owner, name: str, attributes: dict[str, Any],
                  links: Sequence[trace.Link] | None = None) -> None:
@@ -119,7 +121,7 @@ class Invocation:
 
     def start(self: _InvocationT, *, attach: bool = True, parent: otel_context.Context | None = None) -> _InvocationT:
         ctx = parent if parent is not None else otel_context.get_current()
-        span = self._owner.tracer.start_span(self._name, ctx, SpanKind.INTERNAL, self._attributes, self._links)
+        span = self._owner.tracer.start_span(self._name, ctx, self._kind, self._attributes, self._links)
         self.span = span
         ctx = trace.set_span_in_context(span, ctx)
         extra: dict[str, Any] = {}
@@ -205,6 +207,20 @@ class ToolInvocation(Invocation):
     __slots__ = ()
 
     @guarded
+    def transfer(self, target: str, *, mode: str = TransferMode.PASS_CONTROL,
+                 target_type: str = TransferTarget.AGENT) -> None:
+        """This tool call is a transfer the framework made (a handoff tool):
+        the conventions' transfer refinement of ``execute_tool``, with the
+        calling agent as ``gen_ai.agent.name``. Call it only where the
+        framework says so, never from a tool's name. Written only under
+        ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (the
+        refinement is not in a released version of the conventions yet)."""
+        span = self.span
+        if self._owner.genai_latest and target and span.is_recording():
+            source = otel_context.get_value(AGENT_KEY, self.context)
+            span.set_attributes(transfer_attributes(target, mode, target_type, source))
+
+    @guarded
     def set_result(self, result: Any) -> None:
         if self.span.is_recording():
             attrs: dict[str, Any] = {}
@@ -215,6 +231,7 @@ class ToolInvocation(Invocation):
 
 class LLMInvocation(Invocation):
     __slots__ = ()
+    _kind = SpanKind.CLIENT  # a model call goes out to a provider, as every version of the conventions says
 
     @guarded
     def set_response(
@@ -288,6 +305,15 @@ def names(value: str | Iterable[str] | None) -> list[str]:
 def put(attrs: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         attrs[key] = value
+
+
+def transfer_attributes(target: str, mode: str, target_type: str, source: Any) -> dict[str, Any]:
+    """The transfer refinement of an ``execute_tool`` span; ``source``: the agent calling the tool."""
+    attrs: dict[str, Any] = {Attr.TRANSFER_MODE: str(mode), Attr.TRANSFER_TARGET_TYPE: str(target_type),
+                             Attr.TRANSFER_TARGET_NAME: str(target)}
+    if isinstance(source, str):
+        attrs[Attr.AGENT_NAME] = source
+    return attrs
 
 
 def content_into(attrs: dict[str, Any], policy: ContentPolicy, content: Any, ref_key: str, text_key: str) -> None:

@@ -22,6 +22,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from . import _env as env
 from ._faults import is_strict
 from ._invocation import (
     CANCELLED,
@@ -40,6 +41,7 @@ from ._invocation import (
     decision_event,
     names,
     put,
+    transfer_attributes,
 )
 from ._renamed import renamed_keyword
 from ._version import __version__
@@ -47,12 +49,15 @@ from .content import ContentPolicy
 from .vocabulary import (
     CREDITED_REWARD_UNITS,
     INSTRUMENTATION_NAME,
+    OPENINFERENCE_CHAIN,
     Attr,
     DecisionKind,
     Operation,
     RewardUnit,
     SpanEvent,
     StopReason,
+    TransferMode,
+    TransferTarget,
 )
 
 __all__ = [
@@ -76,6 +81,7 @@ class Recorder:
             GeneratorExit: OK,
         }
         self._warned: set[str] = set()
+        self.genai_latest = env.genai_latest_experimental()  # read once, like the content policy
 
     # -- exception classification ---------------------------------------------------
 
@@ -111,7 +117,8 @@ class Recorder:
         ``links`` join related runs (a resume links to the interrupted run).
         ``input`` is the run's input, content: kept as the content policy says
         (a replay feeds it to the app again)."""
-        attrs = {Attr.OPERATION: Operation.INVOKE_WORKFLOW.value, Attr.WORKFLOW_NAME: name}
+        attrs = {Attr.OPERATION: Operation.INVOKE_WORKFLOW.value, Attr.WORKFLOW_NAME: name,
+                 Attr.OPENINFERENCE_SPAN_KIND: OPENINFERENCE_CHAIN}
         content_into(attrs, self.content, input, Attr.INPUT_REF, Attr.RUN_INPUT)
         put(attrs, Attr.TASK_ID, task_id)
         put(attrs, Attr.CONVERSATION_ID, conversation_id)
@@ -129,6 +136,7 @@ class Recorder:
         role: str | None = None,
         description: str | None = None,
         spawned: bool = False,
+        provider: str | None = None,
         fanout_index: int | None = None,
         fanout_size: int | None = None,
         task_id: str | None = None,
@@ -139,6 +147,7 @@ class Recorder:
         input: Any = None,
     ) -> Invocation:
         """An agent invocation. ``spawned`` marks a sub-agent started by its parent;
+        ``provider``: the ``gen_ai.provider.name`` of the agent's model, where known;
         ``input``: a standalone agent run's input (content, as for ``workflow``)."""
         attrs: dict[str, Any] = {
             Attr.OPERATION: Operation.INVOKE_AGENT.value,
@@ -148,6 +157,7 @@ class Recorder:
         content_into(attrs, self.content, input, Attr.INPUT_REF, Attr.RUN_INPUT)
         put(attrs, Attr.AGENT_ROLE, role)
         put(attrs, Attr.AGENT_DESCRIPTION, description)
+        put(attrs, Attr.PROVIDER, provider)
         if spawned:
             attrs[Attr.AGENT_SPAWNED] = True
         put(attrs, Attr.FANOUT_INDEX, fanout_index)
@@ -167,16 +177,24 @@ class Recorder:
         call_id: str | None = None,
         arguments: Any = None,
         tool_type: str | None = None,
+        transfer_to: str | None = None,
         attributes: dict[str, Any] | None = None,
     ) -> ToolInvocation:
-        """A tool execution; ``call_id`` pairs it with the model's tool call."""
+        """A tool execution; ``call_id`` pairs it with the model's tool call.
+        ``transfer_to``: the framework says this tool hands control to that
+        agent (a handoff tool), known before it runs; see ``ToolInvocation.transfer``."""
         attrs: dict[str, Any] = {Attr.OPERATION: Operation.EXECUTE_TOOL.value, Attr.TOOL_NAME: name}
+        span_name = f"execute_tool {name}"
+        if transfer_to and self.genai_latest:  # at start, so samplers see it; the refinement's span name
+            attrs.update(transfer_attributes(transfer_to, TransferMode.PASS_CONTROL, TransferTarget.AGENT,
+                                             current_agent()))
+            span_name = f"{span_name} {transfer_to}"
         put(attrs, Attr.TOOL_CALL_ID, call_id)
         put(attrs, Attr.TOOL_TYPE, tool_type)
         content_into(attrs, self.content, arguments, Attr.INPUT_REF, Attr.TOOL_CALL_ARGUMENTS)
         if attributes:
             attrs.update(attributes)
-        return ToolInvocation(self, f"execute_tool {name}", attrs)
+        return ToolInvocation(self, span_name, attrs)
 
     def llm(
         self,

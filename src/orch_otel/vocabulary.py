@@ -23,6 +23,8 @@ __all__ = [
     "Status",
     "StopReason",
     "Topology",
+    "TransferMode",
+    "TransferTarget",
     "function_tool",
 ]
 
@@ -117,6 +119,21 @@ class Operation(_StrEnum):
     CHAT = "chat"
 
 
+class TransferMode(_StrEnum):
+    """``gen_ai.transfer.mode``: does control come back to the agent that called the tool?"""
+
+    RETURN_TO_CALLER = "return_to_caller"
+    PASS_CONTROL = "pass_control"  # a handoff: the target owns the rest of the work
+
+
+class TransferTarget(_StrEnum):
+    """``gen_ai.transfer.target.type``: what a transfer hands the work to."""
+
+    AGENT = "agent"
+    HUMAN = "human"
+    WORKFLOW = "workflow"
+
+
 class Channel(_StrEnum):
     """What a ``message`` event travels on: between agents, or agent to model."""
 
@@ -152,6 +169,13 @@ class Attr:
     OUTPUT_MESSAGES = "gen_ai.output.messages"  # opt-in content
     TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # opt-in content: the tools offered to the model
     WORKFLOW_NAME = "gen_ai.workflow.name"
+    # The transfer refinement of execute_tool and the caller of a remote invoke_agent: newest
+    # conventions, not yet released, so written only with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental.
+    TRANSFER_MODE = "gen_ai.transfer.mode"  # TransferMode
+    TRANSFER_TARGET_TYPE = "gen_ai.transfer.target.type"  # TransferTarget
+    TRANSFER_TARGET_NAME = "gen_ai.transfer.target.name"
+    CALLER_TYPE = "gen_ai.caller.type"
+    CALLER_NAME = "gen_ai.caller.name"
     ERROR_TYPE = "error.type"
     EXCEPTION_TYPE = "exception.type"
     EXCEPTION_MESSAGE = "exception.message"  # opt-in content, redacted
@@ -197,6 +221,10 @@ class Attr:
     IMPLIED = "orch.implied"  # on a decision, message or aggregate event: inferred from a foreign log, not recorded
     RECORDED_BY = "orch.recorded_by"  # on a foreign log's rewritten root: the instrumentation that wrote it
 
+    # Interop: OpenInference's span kind, on workflow roots only, so Phoenix (which maps
+    # gen_ai.operation.name to its kinds but has no kind for invoke_workflow) shows them as chains.
+    OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+
 
 class SpanEvent:
     """Names of the span events that carry instant orchestration moments."""
@@ -209,6 +237,8 @@ class SpanEvent:
     SAFETY = "orch.safety"
     EXCEPTION = "exception"  # OpenTelemetry's exception event, written by the recorder itself
 
+
+OPENINFERENCE_CHAIN = "CHAIN"  # the OpenInference kind of a run of several steps
 
 INSTRUMENTATION_NAME = "orch_otel"
 MAX_NAME_CHARS = 256

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..spans import SpanRecord
-from ..vocabulary import INSTRUMENTATION_NAME, Attr
+from ..vocabulary import INSTRUMENTATION_NAME, Attr, Operation
 
 ORCH_OTEL, OPENINFERENCE, OPENLLMETRY, AUTOGEN, GENAI, OTEL, MIXED = (
     "orch-otel", "openinference", "openllmetry", "autogen", "genai", "otel", "mixed")
@@ -44,8 +44,8 @@ def span_source(span: SpanRecord) -> str:
                 _KNOWN[scope] = source
         return source
     attrs = span.attributes
-    if _OPENINFERENCE_KIND in attrs:
-        return OPENINFERENCE
+    if _OPENINFERENCE_KIND in attrs and attrs.get(Attr.OPERATION) != Operation.INVOKE_WORKFLOW.value:
+        return OPENINFERENCE  # orch-otel's workflow roots carry the OpenInference kind for Phoenix too
     if _TRACELOOP_KIND in attrs:
         return OPENLLMETRY
     return ORCH_OTEL  # no scope: the converter reads such spans as orch-otel's own

@@ -79,7 +79,7 @@ class AutoGenInstrumentor(BaseInstrumentor):
     def _patch_autogen(self, **kwargs: Any) -> None:
         # The frameworks are imported only here: on their first import, after the dependency check.
         from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent, UserProxyAgent
-        from autogen_agentchat.base import Response, TaskResult, Team
+        from autogen_agentchat.base import Handoff, Response, TaskResult, Team
         from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
         from autogen_agentchat.teams._group_chat._base_group_chat import BaseGroupChat
         from autogen_agentchat.teams._group_chat._base_group_chat_manager import BaseGroupChatManager
@@ -146,7 +146,7 @@ class AutoGenInstrumentor(BaseInstrumentor):
 
         # Agents: tools, handoffs, SocietyOfMind summaries, model calls.
         patches.wrap(StaticWorkbench, "call_tool", _workbenches.static_call_tool())
-        patches.wrap(BaseTool, "run_json", _agents.run_json(recorder))
+        patches.wrap(BaseTool, "run_json", _agents.run_json(recorder, Handoff))
         patches.wrap(BaseStreamTool, "run_json_stream", _agents.run_json_stream(recorder))
         patches.wrap(AssistantAgent, "_check_and_handle_handoff", _agents.handoff(recorder, HandoffMessage))
         patches.wrap(SocietyOfMindAgent, "on_messages_stream", _agents.society_of_mind(recorder, Response))

@@ -20,19 +20,34 @@ from ._state import arg, recording, telemetry_failed
 from ._workbenches import called_as, inside_workbench_call
 
 
-def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any):
+def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any, handoff_type: type[Any]):
     call_id = arg(args, kwargs, 2, "call_id")
     return recorder.tool(
         called_as(call_id) or tool.name, call_id=call_id, arguments=arg(args, kwargs, 0, "args"),
+        transfer_to=handoff_target(tool, handoff_type),  # a Swarm handoff: control passes to the target
     ).start(attach=True)
 
 
-def run_json(recorder: Recorder) -> Callable[..., Any]:
+def handoff_target(tool: Any, handoff_type: type[Any]) -> str | None:
+    """The target agent of a tool AutoGen made from a ``Handoff``
+    (``Handoff.handoff_tool``): its function holds the framework's own
+    ``Handoff``. None for every other tool, whatever its name."""
+    for cell in getattr(getattr(tool, "_func", None), "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, handoff_type):
+            return str(value.target)
+    return None
+
+
+def run_json(recorder: Recorder, handoff_type: type[Any]) -> Callable[..., Any]:
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         if not recording() or inside_workbench_call():  # outside a run, or the workbench call's own tool
             return await wrapped(*args, **kwargs)
         try:
-            inv = _tool_invocation(recorder, instance, args, kwargs)
+            inv = _tool_invocation(recorder, instance, args, kwargs, handoff_type)
         except Exception:
             telemetry_failed("tool start")
             return await wrapped(*args, **kwargs)

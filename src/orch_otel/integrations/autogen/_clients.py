@@ -20,6 +20,7 @@ from opentelemetry import trace
 from ...recorder import Recorder
 from ...vocabulary import function_tool
 from .._patch import Patches
+from .._providers import endpoint_provider
 from . import _openai
 from ._firstsight import ClassPatcher
 from ._served import create_result, replaying, served_model
@@ -27,6 +28,7 @@ from ._state import LLM_KEY, ModelCall, arg, telemetry_failed
 
 _PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)
     ("AzureOpenAI", "azure.ai.openai"),
+    ("AnthropicBedrock", "aws.bedrock"),
     (".openai.", "openai"),
     (".anthropic.", "anthropic"),
     (".azure.", "azure.ai.inference"),
@@ -51,12 +53,22 @@ def model_name(client: Any) -> str:
 
 
 def provider_name(client: Any) -> str | None:
+    """By client class; an OpenAI client by its endpoint when that is a listed
+    provider's (autogen-ext points ``gemini-*`` and ``claude-*`` models at theirs)."""
     cls = type(client)
     where = f"{cls.__module__}.{cls.__name__}"
     for fragment, provider in _PROVIDERS:
         if fragment in where:
+            if provider == "openai":
+                return endpoint_provider(getattr(getattr(client, "_client", None), "base_url", None)) or provider
             return provider
     return None
+
+
+def agent_provider(agent: Any) -> str | None:
+    """The provider of an agent's own model client (``AssistantAgent``); None for agents without one."""
+    client = getattr(agent, "_model_client", None)
+    return None if client is None else provider_name(client)
 
 
 def _in_run() -> bool:

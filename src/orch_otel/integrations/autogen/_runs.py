@@ -21,6 +21,7 @@ from ..._invocation import CANCELLED, ERROR, OK
 from ..._task import current_task_id
 from ...recorder import Recorder
 from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
+from ._clients import agent_provider
 from ._firstsight import Sightings
 from ._state import RUNS, SYSTEM, RunState, arg, attached, current_state, telemetry_failed
 
@@ -206,8 +207,8 @@ def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None, t
     name = agent.name
     return recorder.agent(
         name, role=type(agent).__name__, description=agent.description, spawned=parent is not None,
-        system=SYSTEM if parent is None else None, input=_task(recorder, task) if parent is None else None,
-        task_id=current_task_id() if parent is None else None,
+        provider=agent_provider(agent), system=SYSTEM if parent is None else None,
+        input=_task(recorder, task) if parent is None else None, task_id=current_task_id() if parent is None else None,
     )
 
 
@@ -275,7 +276,8 @@ def handle_request(recorder: Recorder, team_type: type, human_type: type) -> Cal
         state.seen.add(name)
         inv = recorder.agent(
             name, agent_id=str(instance.id), role=type(agent).__name__, description=agent.description,
-            spawned=spawned, fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
+            spawned=spawned, provider=agent_provider(agent), fanout_index=fan[0] if fan else None,
+            fanout_size=fan[1] if fan else None,
         )
         inv.start(attach=True, parent=state.ctx)
         state.add_turn(name, inv)

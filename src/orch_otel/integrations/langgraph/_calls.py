@@ -18,6 +18,7 @@ from opentelemetry import trace
 from ..._faults import log_fault
 from ..._invocation import CANCELLED, ERROR, HANDOFF, INTERRUPTED, MODEL_CALL, OK, Route
 from ...recorder import Recorder
+from .._providers import langchain_provider
 from . import _extract as ex
 from ._runs import CALLS_LLM, LLM, NODE, SYSTEM, TOOL, WORKFLOW, Run
 
@@ -99,6 +100,8 @@ class CallsMixin:
     def _tool_handoff(self, run: Run, command: Any) -> None:
         names, _ = ex.goto_targets(command.goto)
         target = run.handoff_to or (names[0] if len(names) == 1 else None)
+        if target is not None and command.graph == Command.PARENT:  # the tool hands the parent graph over
+            run.inv.transfer(target)  # type: ignore[union-attr]
         scope = run.parent.scope() if run.parent is not None else None
         if target is None or scope is None:
             return
@@ -163,8 +166,8 @@ class CallsMixin:
             if recorder.content.capture:  # a prompt is the whole conversation so far: no ref per call
                 prompt_view = ex.messages_view(prompt) if chat else list(prompt)
                 tools = ex.tool_definitions(params)
-            run.inv = recorder.llm(model, provider=md.get("ls_provider"), input_messages=prompt_view,
-                                   tools=tools).start(attach=False, parent=context)
+            run.inv = recorder.llm(model, provider=langchain_provider(md.get("ls_provider")),
+                                   input_messages=prompt_view, tools=tools).start(attach=False, parent=context)
             if recorder.content.tokens is not None:  # the model's request (openai SDK) finds its call here
                 MODEL_CALL.set(run.inv)
         except Exception:
