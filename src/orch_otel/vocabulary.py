@@ -206,6 +206,7 @@ class SpanEvent:
 
 
 INSTRUMENTATION_NAME = "orch_otel"
+AGENT_FRAMEWORK_SYSTEM = "agent_framework"  # orch.system of Microsoft Agent Framework runs: its import package and tracer name
 HUMAN_AGENT = "human"
 
 

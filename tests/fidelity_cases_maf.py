@@ -1,0 +1,123 @@
+"""Microsoft Agent Framework app shapes of the fidelity suite, each with its
+truth written by hand from the app's code in tests/maf_apps.py (see
+tests/fidelity.py for what each field means).
+
+Agent Framework facts the truths rely on (docs/agent-framework.md):
+- a workflow's participants exist before the run: their turns are not
+  spawns; an agent run inside another agent's tool call (``as_tool``) is a
+  spawned sub-agent of the caller, whose own stop is ``end``;
+- routing along edges is the workflow's delegation: one decision per
+  delivered message, targets = the agents its edges chose (several for a
+  fan-out), options = the agent targets of the edge group (a switch-case's
+  targets whose case did not hold included); the start agent, and each agent
+  of a chain of single edges, gets a one-option decision;
+- a fan-in delivery is the workflow's aggregate of the agents it combines;
+- a run that runs out of messages ends voluntarily (``end``) by its root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import maf_apps as apps
+from fidelity import Aggregate, Case, Delegation, Stop, Truth
+
+TIMEOUT = 30  # a hang fails the case instead of blocking the suite
+
+
+def _run(build: Callable[[], Any], message: str = "go", stream: bool = False) -> Callable[[], None]:
+    async def consume(target: Any) -> None:
+        if stream:
+            async for _ in target.run(message, stream=True):
+                pass
+        else:
+            await target.run(message)
+
+    def run() -> None:
+        asyncio.run(asyncio.wait_for(consume(build()), TIMEOUT))
+
+    return run
+
+
+def _chain(workflow: str, *agents: str) -> tuple[Delegation, ...]:
+    return tuple(Delegation(workflow, a, frozenset({a})) for a in agents)
+
+
+CASES: list[Case] = [
+    Case(
+        framework="agent_framework",
+        run=_run(apps.weather_agent),
+        truth=Truth(
+            app="agent framework agent: weather calls get_weather twice in one turn (w1, w2), then answers",
+            instances={},
+            tool_calls=(("weather", "get_weather", "w1"), ("weather", "get_weather", "w2")),
+            stop=Stop("weather", "end"),
+            topology="harness",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.weather_agent, stream=True),
+        truth=Truth(
+            app="agent framework streamed agent: the same weather run through run(stream=True)",
+            instances={},
+            tool_calls=(("weather", "get_weather", "w1"), ("weather", "get_weather", "w2")),
+            stop=Stop("weather", "end"),
+            topology="harness",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.agent_with_agent_tool),
+        truth=Truth(
+            app="agent framework agent as a tool: lead calls ask_researcher (r1), which calls get_weather (w9)",
+            instances={"researcher": 1},
+            spawned_by={"researcher": "lead"},
+            tool_calls=(("lead", "ask_researcher", "r1"), ("researcher", "get_weather", "w9")),
+            stop=Stop("researcher", "end"),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.sequential),
+        truth=Truth(
+            app="agent framework Sequential: input-conversation -> drafter -> reviewer",
+            instances={},
+            delegations=_chain("Sequential", "drafter", "reviewer"),
+            stop=Stop("Sequential", "end"),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.concurrent, stream=True),
+        truth=Truth(
+            app="agent framework Concurrent (streamed): dispatcher fans out to three agents, the aggregator fans in",
+            instances={},
+            delegations=(Delegation("Concurrent", "optimist,pessimist,realist",
+                                    frozenset({"optimist", "pessimist", "realist"})),),
+            aggregates=(Aggregate("Concurrent", ("optimist", "pessimist", "realist")),),
+            stop=Stop("Concurrent", "end"),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.switch_case_loop, "help"),
+        truth=Truth(
+            app="agent framework switch-case with a loop: triage -> billing -> triage -> support",
+            instances={},
+            delegations=(
+                Delegation("helpdesk", "triage", frozenset({"triage"})),  # the start agent
+                Delegation("helpdesk", "billing", frozenset({"billing", "support"})),  # the case held
+                Delegation("helpdesk", "triage", frozenset({"triage"})),  # billing's edge back
+                Delegation("helpdesk", "support", frozenset({"billing", "support"})),  # the default
+            ),
+            stop=Stop("helpdesk", "end"),
+            topology="centralized",
+        ),
+    ),
+]

@@ -1,0 +1,148 @@
+"""Microsoft Agent Framework apps for the tests, offline: real agents,
+workflows and orchestration builders, with a scripted chat client built from
+the framework's own layers (``FunctionInvocationLayer`` ->
+``ChatMiddlewareLayer`` -> ``ChatTelemetryLayer`` -> ``BaseChatClient``, the
+order its full clients use). Only the model is fake: each call pops the next
+scripted reply, as a message or a function-call turn with fixed call ids.
+
+Each builder function returns something to run; the truths about them are
+written by hand in the tests from this code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from agent_framework import (
+    Agent,
+    BaseChatClient,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    Executor,
+    Message,
+    ResponseStream,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+    tool,
+)
+from agent_framework._middleware import ChatMiddlewareLayer
+from agent_framework._tools import FunctionInvocationLayer
+from agent_framework.observability import ChatTelemetryLayer
+
+USAGE = {"input_token_count": 7, "output_token_count": 3}
+
+
+class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetryLayer, BaseChatClient):
+    """A chat client answering from a script: each reply is a text or a list
+    of ``(call_id, tool, arguments_json)`` function calls. ``delay`` seconds
+    before each answer (for cancellation tests)."""
+
+    OTEL_PROVIDER_NAME = "scripted"
+
+    def __init__(self, replies: Sequence[str | list[tuple[str, str, str]]], model: str = "scripted-model",
+                 delay: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.replies = list(replies)
+        self.model = model
+        self.delay = delay
+
+    def _next(self) -> Message:
+        reply = self.replies.pop(0) if self.replies else "(script ended)"
+        if isinstance(reply, str):
+            return Message(role="assistant", contents=[reply])
+        return Message(role="assistant", contents=[Content.from_function_call(call_id=i, name=n, arguments=a)
+                                                   for i, n, a in reply])
+
+    def _inner_get_response(self, *, messages: Any, stream: bool, options: Any, **kwargs: Any) -> Any:
+        if not stream:
+            async def answer() -> ChatResponse:
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                return ChatResponse(messages=[self._next()], model=self.model, usage_details=dict(USAGE))
+
+            return answer()
+
+        async def updates():
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            reply = self._next()
+            yield ChatResponseUpdate(role="assistant", contents=list(reply.contents), model=self.model)
+            yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(dict(USAGE))])
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def weather_agent(replies: Sequence[Any] | None = None) -> Agent:
+    """Calls get_weather twice in one turn (w1, w2: parallel calls), then answers."""
+    script = replies if replies is not None else [
+        [("w1", "get_weather", '{"city": "Paris"}'), ("w2", "get_weather", '{"city": "Rome"}')],
+        "Paris and Rome are sunny.",
+    ]
+    return Agent(client=ScriptedChatClient(script), name="weather", description="answers about the weather",
+                 tools=[get_weather])
+
+
+def writer(name: str, text: str) -> Agent:
+    return Agent(client=ScriptedChatClient([text]), name=name, description=f"the {name}")
+
+
+def agent_with_agent_tool() -> Agent:
+    """The lead asks its researcher tool (call r1), which looks the weather up (w9), then answers."""
+    researcher = Agent(client=ScriptedChatClient([[("w9", "get_weather", '{"city": "Oslo"}')], "Oslo is sunny."]),
+                       name="researcher", description="finds facts", tools=[get_weather])
+    lead = Agent(client=ScriptedChatClient([[("r1", "ask_researcher", '{"task": "weather in Oslo"}')], "Done: Oslo."]),
+                 name="lead", description="leads", tools=[researcher.as_tool(name="ask_researcher")])
+    return lead
+
+
+def sequential():
+    from agent_framework_orchestrations import SequentialBuilder
+
+    return SequentialBuilder(participants=[writer("drafter", "a draft"), writer("reviewer", "looks good")]).build()
+
+
+def concurrent():
+    from agent_framework_orchestrations import ConcurrentBuilder
+
+    return ConcurrentBuilder(participants=[writer("optimist", "yes"), writer("pessimist", "no"),
+                                           writer("realist", "maybe")]).build()
+
+
+class Classify(Executor):
+    """A plain executor: the switch-case's source (not an agent)."""
+
+    @handler
+    async def classify(self, text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+
+def switch_case_loop(max_iterations: int = 20):
+    """A custom graph: ``triage`` (an agent) -> switch-case on its reply ->
+    ``billing`` (chosen) or ``support``; billing loops back to triage once,
+    whose second reply goes to support."""
+    from agent_framework import Case, Default
+
+    triage = writer("triage", "unused")
+    triage.client.replies = ["billing question", "support question"]  # type: ignore[attr-defined]
+    billing = writer("billing", "refund sent")
+    support = writer("support", "ticket closed")
+
+    def says(word: str):
+        return lambda response: word in response.agent_response.text
+
+    return (
+        WorkflowBuilder(name="helpdesk", start_executor=triage, max_iterations=max_iterations)
+        .add_switch_case_edge_group(triage, [Case(condition=says("billing"), target=billing), Default(target=support)])
+        .add_edge(billing, triage)
+        .build()
+    )

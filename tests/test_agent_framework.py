@@ -1,0 +1,199 @@
+"""Microsoft Agent Framework: what instrument() writes (one trace per run, none
+made of the framework's own spans), the framework's spans suppressed without
+switching them off for good or kept on request, lazy patching, and the stops
+the fidelity suite does not cover (cancellation, the superstep limit).
+
+The framework and its builders are the real ones; only the model is scripted
+(tests/maf_apps.py). App truths are written by hand from that code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPO, check_trace, decisions_of, events_of, instrumentor_fixture, need_agent_framework
+
+need_agent_framework()
+
+import maf_apps as apps  # noqa: E402
+
+from orch_otel import testing  # noqa: E402
+from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor  # noqa: E402
+from orch_otel.tracefiles import read_lines, trace_files  # noqa: E402
+
+instrumented = instrumentor_fixture(AgentFrameworkInstrumentor)
+
+TESTS = str(REPO / "tests")
+
+# Two runs of one Sequential workflow (built once) and one standalone agent run.
+RUNS = f"""
+import asyncio, sys
+sys.path.insert(0, {TESTS!r})
+import maf_apps as apps
+workflow = apps.sequential()
+asyncio.run(workflow.run("first"))
+workflow = apps.sequential()
+asyncio.run(workflow.run("second"))
+asyncio.run(apps.weather_agent().run("weather?"))
+import orch_otel
+orch_otel.flush()
+"""
+
+# Spans as the SDK sees them: (scope, name, parent name) of each.
+SPANS = """
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from orch_otel import testing
+exporter = InMemorySpanExporter()
+testing.ensure_sdk_provider().add_span_processor(SimpleSpanProcessor(exporter))
+
+def spans():
+    finished = exporter.get_finished_spans()
+    names = {s.context.span_id: s.name for s in finished}
+    exporter.clear()
+    return [(s.instrumentation_scope.name, s.name, names.get(s.parent.span_id) if s.parent else None,
+             s.context.trace_id) for s in finished]
+"""
+
+
+def _traces_in(directory: Path) -> list[dict]:
+    if not directory.exists():
+        return []
+    return [check_trace(line.trace) for path in trace_files([directory]) for line in read_lines(path)]
+
+
+def test_instrument_writes_one_trace_per_run_and_none_of_the_frameworks_own_spans(run_python, tmp_path):
+    """The issue's defect: instrument() wrote trace files made only of the
+    framework's spans, and a one-span trace per workflow.build()."""
+    code = (f"import sys, orch_otel\norch_otel.instrument(trace_dir={str(tmp_path / 't')!r})\n"
+            "print('agent_framework' in sys.modules)\n" + RUNS)
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False"]  # instrument() imported no framework
+    traces = _traces_in(tmp_path / "t")
+    roots = sorted((t["system"], t["events"][0]["agent"]) for t in traces)
+    assert roots == [("agent_framework", "Sequential"), ("agent_framework", "Sequential"),
+                     ("agent_framework", "weather")]
+    for trace in traces:  # no trace is only a stop implied by the converter
+        assert len(trace["events"]) > 1, trace
+        assert [d["agent"] for d in decisions_of(trace, "stop")] in (["Sequential"], ["weather"])
+
+
+def test_uninstrument_gives_the_framework_its_own_spans_back(run_python):
+    """Suppression is not the framework's sticky disable_instrumentation()."""
+    code = SPANS + f"""
+import asyncio, sys
+sys.path.insert(0, {TESTS!r})
+from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+import maf_apps as apps
+from agent_framework.observability import OBSERVABILITY_SETTINGS
+instrumentor = AgentFrameworkInstrumentor()
+instrumentor.instrument()
+asyncio.run(apps.weather_agent().run("weather?"))
+print(sorted({{scope for scope, *_ in spans()}}))
+instrumentor.uninstrument()
+asyncio.run(apps.weather_agent().run("weather?"))
+print(sorted({{scope for scope, *_ in spans()}}), OBSERVABILITY_SETTINGS.ENABLED)
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["['orch_otel']", "['agent_framework'] True"]
+
+
+def test_runtime_spans_keeps_the_frameworks_spans_inside_the_run_only(run_python):
+    code = SPANS + f"""
+import asyncio, sys
+sys.path.insert(0, {TESTS!r})
+from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+import maf_apps as apps
+AgentFrameworkInstrumentor().instrument(runtime_spans=True)
+workflow = apps.sequential()  # workflow.build outside any run: no span, no trace of its own
+asyncio.run(workflow.run("go"))
+print(json.dumps(spans()))
+"""
+    result = run_python("import json\n" + code)
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.splitlines()[-1])
+    assert len({trace_id for *_, trace_id in spans}) == 1
+    mine = {(name, parent) for scope, name, parent, _ in spans if scope == "orch_otel"}
+    theirs = {name for scope, name, _, _ in spans if scope == "agent_framework"}
+    assert "workflow.build" not in theirs and "invoke_workflow Sequential" in theirs
+    assert {"invoke_agent drafter", "executor.process drafter", "chat scripted-model"} <= theirs
+    # The framework's spans nest under orch-otel's: the workflow's run span is orch-otel's root.
+    assert ("invoke_workflow Sequential", None) in mine
+    assert ("invoke_workflow Sequential", "invoke_workflow Sequential") in {
+        (name, parent) for scope, name, parent, _ in spans if scope == "agent_framework"}
+
+
+def test_a_streamed_agents_spans_stay_under_its_invocation(captured):
+    """The framework re-activates its own (suppressed) span around each stream
+    pull: orch-otel's model and tool spans keep the agent's span as parent."""
+
+    async def run():
+        async for _ in apps.weather_agent().run("weather?", stream=True):
+            pass
+
+    asyncio.run(run())
+    by_id = {s.span_id: s for s in captured.spans}
+    agent = next(s for s in captured.spans if s.name == "invoke_agent weather")
+    children = sorted(s.name for s in captured.spans if s.parent_id == agent.span_id)
+    assert children == ["chat scripted-model", "chat scripted-model", "execute_tool get_weather",
+                        "execute_tool get_weather"]
+    assert len(by_id) == 5 and agent.parent_id is None
+    (trace,) = captured.traces()
+    chats = events_of(trace, "message", channel="llm")
+    assert [(c["model"], c["provider"], c["input_tokens"], c["output_tokens"]) for c in chats] == [
+        ("scripted-model", "scripted", 7, 3)] * 2
+
+
+def _cancelled(run_it) -> tuple[dict, dict[str, str | None]]:
+    """The trace of a run cancelled after 0.2 s, and each span's outcome by name."""
+    with testing.capture() as captured:
+        with pytest.raises(asyncio.TimeoutError):
+            asyncio.run(asyncio.wait_for(run_it(), 0.2))
+    (trace,) = captured.traces()
+    return check_trace(trace), {s.name: s.attributes.get("orch.outcome") for s in captured.spans}
+
+
+def test_an_agent_cancelled_mid_model_call_stops_cancelled_not_error():
+    slow = apps.weather_agent(["never answered"])
+    slow.client.delay = 30  # type: ignore[attr-defined]
+    trace, outcomes = _cancelled(lambda: slow.run("weather?"))
+    (stop,) = decisions_of(trace, "stop")
+    assert (stop["agent"], stop["reason"], stop["forced"]) == ("weather", "cancelled", True)
+    assert outcomes == {"chat scripted-model": "cancelled", "invoke_agent weather": "cancelled"}
+    assert [e["status"] for e in events_of(trace, "message", channel="llm")] == ["ok"]  # not an error
+
+
+def test_a_workflow_cancelled_mid_model_call_stops_cancelled():
+    workflow = apps.sequential()
+    drafter = workflow.executors["drafter"].agent
+    drafter.client.delay = 30
+
+    async def consume():
+        async for _ in workflow.run("go", stream=True):
+            pass
+
+    trace, outcomes = _cancelled(consume)
+    assert outcomes == {"chat scripted-model": "cancelled", "invoke_agent drafter": "cancelled",
+                        "invoke_workflow Sequential": "cancelled"}
+    stops = [(d["agent"], d["reason"], d["forced"]) for d in decisions_of(trace, "stop")]
+    assert stops == [("Sequential", "cancelled", True)]
+    assert [d["to"] for d in decisions_of(trace, "delegate")] == ["drafter"]
+
+
+def test_the_superstep_limit_is_a_forced_stop():
+    """helpdesk loops triage -> billing -> triage ...; max_iterations=2 cuts it."""
+    from agent_framework.exceptions import WorkflowConvergenceException
+
+    workflow = apps.switch_case_loop(max_iterations=2)
+    with testing.capture() as captured:
+        with pytest.raises(WorkflowConvergenceException):
+            asyncio.run(workflow.run("help"))
+    (trace,) = captured.traces()
+    check_trace(trace)
+    (stop,) = decisions_of(trace, "stop")
+    assert (stop["agent"], stop["reason"], stop["forced"]) == ("helpdesk", "recursion_limit", True)
+    assert [d["to"] for d in decisions_of(trace, "delegate")] == ["triage", "billing"]
