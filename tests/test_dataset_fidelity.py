@@ -1,4 +1,4 @@
-"""View-level fidelity: LangGraph and AutoGen apps recorded with content
+"""View-level fidelity: LangGraph, AutoGen and Agent Framework apps recorded with content
 capture on, every dataset view built from the trace, and each view checked
 against the app's truth written by hand (tests/fidelity_views.py)."""
 
@@ -209,3 +209,56 @@ def test_decisions_mark_forced_stops(tmp_path):
     stops = {(r["task_id"], r["action"]["reason"], r["forced"]) for r in rows if r["decision"] == "stop"}
     assert stops == {("calc-ok", "end", False), ("calc-budget", "max_turns", True)}
     assert {r["forced"] for r in rows if r["decision"] != "stop"} == {None}
+
+
+# -- Microsoft Agent Framework (Python >= 3.11) ---------------------------------------------------
+
+
+def _agent_framework():
+    from conftest import need_agent_framework
+
+    need_agent_framework()
+    from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+
+    return AgentFrameworkInstrumentor()
+
+
+def _maf_case(app_prefix: str):
+    from fidelity_cases_maf import CASES
+
+    return next(c for c in CASES if c.truth.app.startswith(app_prefix))
+
+
+def test_agent_framework_parallel_tool_calls_views_are_faithful(tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case("agent framework agent: weather")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    (first, second) = [t for t in views["turns"] if t["agent"] == "weather"]
+    assert [c["id"] for c in first["output_tool_calls"]] == ["w1", "w2"]  # one model turn, two parallel calls
+    assert [(m["role"], m.get("tool_call_id")) for m in second["input_messages"][-2:]] == [
+        ("tool", "w1"), ("tool", "w2")]
+    (row,) = [r for r in views["chat"] if r["agent"] == "weather"]
+    assert [f["function"]["name"] for f in row["tools"]] == ["get_weather"]
+    assert [m["content"] for m in row["messages"] if m.get("trainable")] == ["", "Paris and Rome are sunny."]
+
+
+def test_agent_framework_agent_as_tool_views_are_faithful(tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case("agent framework agent as a tool")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    researcher = next(r for r in views["chat"] if r["agent"] == "researcher")
+    assert [m["content"] for m in researcher["messages"] if m.get("trainable")] == ["", "Oslo is sunny."]
+
+
+def test_agent_framework_sequential_views_are_faithful(tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case("agent framework Sequential")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    reviewer = next(r for r in views["chat"] if r["agent"] == "reviewer")
+    # the drafter's reply is input the reviewer read, in the drafter's name, never the reviewer's own turn
+    assert reviewer["messages"] == [{"role": "user", "content": "go"},
+                                    {"role": "user", "content": "a draft", "name": "drafter"},
+                                    {"role": "assistant", "content": "looks good", "trainable": True, "weight": 1}]
