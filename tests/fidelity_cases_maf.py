@@ -12,7 +12,13 @@ Agent Framework facts the truths rely on (docs/agent-framework.md):
   targets whose case did not hold included); the start agent, and each agent
   of a chain of single edges, gets a one-option decision;
 - a fan-in delivery is the workflow's aggregate of the agents it combines;
-- a run that runs out of messages ends voluntarily (``end``) by its root.
+- a run that runs out of messages ends voluntarily (``end``) by its root;
+  one left waiting for a human (``request_info``) is interrupted (forced);
+- a handoff is the handing-off agent's delegation among its handoff targets
+  (the workflow records none for it); a Handoff agent that answers instead
+  of handing off stops (``end``) before the run's interrupt; the agent that
+  gets the human's answer in the continuation run gets a one-option
+  delegation from the workflow.
 """
 
 from __future__ import annotations
@@ -118,6 +124,43 @@ CASES: list[Case] = [
             ),
             stop=Stop("helpdesk", "end"),
             topology="centralized",
+        ),
+    ),
+]
+
+
+def _handoff_and_resume() -> None:
+    asyncio.run(asyncio.wait_for(apps.handoff_and_resume(), TIMEOUT))
+
+
+HANDOFF_FIRST = "agent framework Handoff: triage looks up (t1), hands off to billing (h1); billing asks the user"
+CASES += [
+    Case(
+        framework="agent_framework",
+        run=_handoff_and_resume,
+        trace=0,
+        truth=Truth(
+            app=HANDOFF_FIRST,
+            instances={},
+            delegations=(
+                Delegation("Handoff", "triage", frozenset({"triage"})),  # the start agent
+                Delegation("triage", "billing", frozenset({"billing", "support"})),  # its handoff tools
+            ),
+            tool_calls=(("triage", "get_weather", "t1"), ("triage", "handoff_to_billing", "h1")),
+            stop=Stop("billing", "end"),  # answered instead of handing off; the run is then interrupted
+            topology="swarm",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_handoff_and_resume,
+        trace=1,
+        truth=Truth(
+            app="agent framework Handoff resumed: the user's answer goes back to billing, who answers again",
+            instances={},
+            delegations=(Delegation("Handoff", "billing", frozenset({"billing"})),),
+            stop=Stop("Handoff", "interrupt", forced=True),
+            topology="swarm",
         ),
     ),
 ]

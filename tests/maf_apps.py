@@ -146,3 +146,30 @@ def switch_case_loop(max_iterations: int = 20):
         .add_edge(billing, triage)
         .build()
     )
+
+
+def handoff_agent(name: str, replies: Sequence[Any]) -> Agent:
+    return Agent(client=ScriptedChatClient(replies), name=name, description=f"the {name} desk",
+                 require_per_service_call_history_persistence=True)
+
+
+def handoff(termination_condition: Any = None):
+    """triage looks the weather up (t1) and hands off to billing (h1); billing
+    answers without handing off, so the workflow asks the user (request_info)."""
+    from agent_framework_orchestrations import HandoffBuilder
+
+    triage = handoff_agent("triage", [[("t1", "get_weather", '{"city": "Oslo"}')],
+                                      [("h1", "handoff_to_billing", "{}")]])
+    triage.default_options["tools"] = [get_weather]
+    billing = handoff_agent("billing", ["Your refund is on its way.", "Glad to help."])
+    support = handoff_agent("support", ["unused"])
+    return HandoffBuilder(participants=[triage, billing, support],
+                          termination_condition=termination_condition).with_start_agent(triage).build()
+
+
+async def handoff_and_resume(stream: bool = False) -> None:
+    """The handoff app, then the user's answer to billing's reply (a responses= continuation)."""
+    workflow = handoff()
+    result = await workflow.run("my bill")
+    (request,) = [e for e in result if e.type == "request_info"]
+    await workflow.run(responses={request.request_id: [Message(role="user", contents=["thanks"])]})

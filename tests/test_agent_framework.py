@@ -197,3 +197,16 @@ def test_the_superstep_limit_is_a_forced_stop():
     (stop,) = decisions_of(trace, "stop")
     assert (stop["agent"], stop["reason"], stop["forced"]) == ("helpdesk", "recursion_limit", True)
     assert [d["to"] for d in decisions_of(trace, "delegate")] == ["triage", "billing"]
+
+
+def test_a_responses_continuation_is_linked_to_the_run_that_asked():
+    with testing.capture() as captured:
+        asyncio.run(apps.handoff_and_resume())
+    first, second = (check_trace(t) for t in captured.traces())
+    assert [(d["reason"], d["forced"]) for d in decisions_of(first, "stop") if d["agent"] == "Handoff"] == [
+        ("interrupt", True)]
+    assert second["task_id"] == first["task_id"]
+    (answer,) = events_of(second, "human_intervention")
+    assert answer["resume_of"] == first["trace_id"]
+    root = next(s for s in captured.spans if s.trace_id == second["trace_id"] and s.parent_id is None)
+    assert [link.trace_id for link in root.links] == [first["trace_id"]]

@@ -77,6 +77,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
             SingleEdgeRunner,
         )
         from agent_framework._workflows._workflow import Workflow
+        from agent_framework._workflows._workflow_context import WorkflowContext
         from agent_framework.exceptions import WorkflowConvergenceException
 
         from . import _agents, _builtin, _workflows
@@ -100,6 +101,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
             patches.wrap(runner, "send_message", _workflows.send_message())
         patches.wrap(Edge, "should_route", _workflows.should_route())
         patches.wrap(EdgeRunner, "_execute_on_target", _workflows.execute_on_target(recorder))
+        patches.wrap(WorkflowContext, "request_info", _workflows.request_info(recorder))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None

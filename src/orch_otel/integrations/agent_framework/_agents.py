@@ -70,6 +70,8 @@ def _begin_agent(recorder: Recorder, agent: Any, messages: Any) -> Scope:
     else:  # inside another agent's tool call: a spawned sub-agent
         inv = recorder.agent(name, spawned=True, **common)
     inv.start(attach=False)
+    if parent is not None and parent.workflow is not None:
+        parent.turns[name] = inv
     return Scope(name, inv, parent)
 
 
@@ -245,6 +247,29 @@ def chat_call(recorder: Recorder, response_type: Any) -> Callable[..., Any]:
 # -- tool calls ------------------------------------------------------------------------------------
 
 
+def _handoff_targets(kwargs: dict[str, Any]) -> dict[str, str]:
+    """Handoff tool name -> target executor id, from the Handoff builder's
+    function middleware in the call's pipeline (none outside a Handoff workflow)."""
+    pipeline = kwargs.get("middleware_pipeline")
+    for middleware in getattr(pipeline, "_middleware", None) or ():
+        functions = getattr(middleware, "_handoff_functions", None)
+        if type(middleware).__name__ == "_AutoHandoffMiddleware" and isinstance(functions, dict):
+            return functions
+    return {}
+
+
+def _record_handoff(recorder: Recorder, scope: Scope, name: str, kwargs: dict[str, Any], result: Any) -> None:
+    """A handoff tool the middleware short-circuited: the agent's own delegation,
+    among its handoff targets (the workflow then addresses the target directly)."""
+    targets = _handoff_targets(kwargs)
+    if name not in targets or not (isinstance(result, tuple) and len(result) == 2 and result[1]):
+        return
+    run = scope.run()
+    agents = run.agents if run is not None else {}
+    recorder.delegate(agents.get(targets[name], targets[name]),
+                      options=[agents.get(t, t) for t in targets.values()], span=scope.span)
+
+
 def tool_call(recorder: Recorder) -> Callable[..., Any]:
     """``_execute_single_function_call(function_call, *, ...) -> (contents, terminate)``."""
 
@@ -269,6 +294,11 @@ def tool_call(recorder: Recorder) -> Callable[..., Any]:
                 inv.set_result(getattr(contents[0], "result", None) if contents else None)
             except Exception:
                 telemetry_failed("tool result")
+        try:
+            if scope is not None:
+                _record_handoff(recorder, scope, str(getattr(call, "name", "")), kwargs, result)
+        except Exception:
+            telemetry_failed("handoff")
         return result
 
     return wrapper

@@ -32,7 +32,7 @@ GENERATED_WORKFLOW_NAME = "workflow"  # the root's name for a WorkflowBuilder gi
 class Scope:
     """A workflow run or an agent invocation in progress."""
 
-    __slots__ = ("name", "invocation", "ctx", "parent", "workflow", "agents", "stop_by", "ended")
+    __slots__ = ("name", "invocation", "ctx", "parent", "workflow", "agents", "turns", "task_id", "ended")
 
     def __init__(self, name: str, invocation: Invocation, parent: Scope | None, workflow: Any = None) -> None:
         self.name = name
@@ -41,7 +41,8 @@ class Scope:
         self.workflow = workflow  # a Workflow for a run, None for an agent
         self.ctx = otel_context.set_value(SCOPE_KEY, self, invocation.context)
         self.agents: dict[str, str] = {}  # a run's agent executors: executor id -> agent name
-        self.stop_by: tuple[Invocation, str, bool] | None = None  # an agent's stop that ended the run
+        self.turns: dict[str, Invocation] = {}  # a run's latest turn of each agent (a stop may be its, later)
+        self.task_id: str | None = None  # a root run's task id (a resumed run keeps the asking run's)
         self.ended = False
 
     @property

@@ -27,8 +27,11 @@ does not run and is not a target.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import CANCELLED, ERROR, INTERRUPTED, OK
 from ...recorder import Recorder
@@ -49,6 +52,27 @@ from ._state import (
 PENDING_REQUESTS = "IDLE_WITH_PENDING_REQUESTS"
 _ORCHESTRATIONS = "agent_framework_orchestrations"
 
+# Runs that went idle waiting for a human, by request id (stable across checkpoints): the task id and
+# run span a ``responses=`` continuation resumes. Bounded: the oldest are forgotten first.
+_ASKED: OrderedDict[str, tuple[str, SpanContext]] = OrderedDict()
+_ASKED_MAX = 4096
+
+
+def _remember_requests(request_ids: list[str], task_id: str, span_context: SpanContext) -> None:
+    for request_id in request_ids:
+        _ASKED[request_id] = (task_id, span_context)
+        _ASKED.move_to_end(request_id)
+    while len(_ASKED) > _ASKED_MAX:
+        _ASKED.popitem(last=False)
+
+
+def _resumed(responses: Any) -> tuple[str, SpanContext] | None:
+    """The run that asked what ``responses`` answer (the last one found), forgotten once answered."""
+    found = None
+    for request_id in list(responses or ()):
+        found = _ASKED.pop(str(request_id), None) or found
+    return found
+
 
 def workflow_name(workflow: Any) -> str:
     name = getattr(workflow, "name", None)
@@ -67,6 +91,13 @@ def _agents_of(workflow: Any, agent_executor: type) -> dict[str, str]:
     return agents
 
 
+def _jsonable(answers: dict[str, Any] | None) -> Any:
+    """The answers as content: framework messages as chat messages, other values as they are."""
+    if answers is None:
+        return None
+    return {str(k): messages_view(v) if isinstance(v, list) else v for k, v in answers.items()}
+
+
 def _topology(workflow: Any) -> str:
     kinds = {type(e).__name__ for e in (getattr(workflow, "executors", None) or {}).values()}
     return Topology.SWARM.value if "HandoffAgentExecutor" in kinds else Topology.CENTRALIZED.value
@@ -75,15 +106,19 @@ def _topology(workflow: Any) -> str:
 class _RunEnd:
     """What the run's events said about how it ended."""
 
-    __slots__ = ("state",)
+    __slots__ = ("state", "requests")
 
     def __init__(self) -> None:
         self.state: str | None = None  # the last status event's state name
+        self.requests: list[str] = []  # request ids of the run's request_info events
 
     def see(self, event: Any) -> None:
-        if getattr(event, "type", None) == "status":
+        kind = getattr(event, "type", None)
+        if kind == "status":
             state = getattr(event, "state", None)
             self.state = getattr(state, "name", None) or str(state)
+        elif kind == "request_info":
+            self.requests.append(str(event.request_id))
 
 
 def _finish(recorder: Recorder, scope: Scope, end: _RunEnd, error: BaseException | None,
@@ -100,6 +135,8 @@ def _finish(recorder: Recorder, scope: Scope, end: _RunEnd, error: BaseException
             inv.stop(StopReason.END.value)
         elif outcome == INTERRUPTED:
             inv.stop(StopReason.INTERRUPT.value, source="request_info", forced=True)
+            if scope.parent is None and scope.task_id is not None:
+                _remember_requests(end.requests, scope.task_id, inv.span.get_span_context())
         elif outcome == CANCELLED:
             inv.stop(StopReason.CANCELLED.value, forced=True)
         elif isinstance(error, convergence):  # the builder's max_iterations (supersteps): a limit, not a choice
@@ -120,17 +157,26 @@ def workflow_run(recorder: Recorder, agent_executor: type, convergence: type[Bas
     def begin(workflow: Any, kwargs: dict[str, Any]) -> Scope:
         parent = current_scope()
         name = workflow_name(workflow)
+        task_id = resume_of = None
         if parent is None:
-            message = kwargs.get("message")
+            message, responses = kwargs.get("message"), kwargs.get("responses")
             run_input = None
             if recorder.content.capture and message is not None:
                 run_input = {"message": messages_view(message) if not isinstance(message, str) else message}
-            inv = recorder.workflow(name, conversation_id=str(workflow.id), system=SYSTEM,
-                                    topology=_topology(workflow), input=run_input)
+            asked = _resumed(responses) if responses else None
+            task_id = asked[0] if asked else str(workflow.id)
+            links = [Link(asked[1], {"orch.link": "resume_of"})] if asked else None
+            inv = recorder.workflow(name, task_id=task_id, conversation_id=str(workflow.id), system=SYSTEM,
+                                    topology=_topology(workflow), input=run_input, links=links)
+            resume_of = format(asked[1].trace_id, "032x") if asked else None
         else:  # a workflow run inside an agent's run (a workflow as an agent, a sub-workflow)
             inv = recorder.agent(name, agent_id=str(workflow.id), role=type(workflow).__name__, spawned=True)
         inv.start(attach=False)
+        if parent is None and kwargs.get("responses"):  # the human's answers resume the run
+            answers = dict(kwargs["responses"]) if recorder.content.capture else None
+            recorder.human_intervention(_jsonable(answers), resume_of=resume_of, span=inv.span)
         scope = Scope(name, inv, parent, workflow)
+        scope.task_id = task_id
         scope.agents = _agents_of(workflow, agent_executor)
         return scope
 
@@ -258,5 +304,32 @@ def execute_on_target(recorder: Recorder) -> Callable[..., Any]:
             return await wrapped(*args, **kwargs)
         finally:
             FANOUT.reset(token)
+
+    return wrapper
+
+
+# -- human input -----------------------------------------------------------------------------------
+
+HANDOFF_USER_REQUEST = "HandoffAgentUserRequest"  # a Handoff agent answered instead of handing off
+
+
+def request_info(recorder: Recorder) -> Callable[..., Any]:
+    """``WorkflowContext.request_info(request_data, response_type, *, request_id=None)``.
+    A Handoff agent that answers the user instead of handing off chose to end
+    its part: its own stop (``end``), before the run's ``interrupt``."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        result = await wrapped(*args, **kwargs)
+        try:
+            scope = current_scope()
+            run = scope.run() if scope is not None else None
+            data = args[0] if args else kwargs.get("request_data")
+            if run is not None and type(data).__name__ == HANDOFF_USER_REQUEST:
+                turn = run.turns.get(run.agents.get(getattr(instance, "_executor_id", ""), ""))
+                if turn is not None:
+                    recorder.stop_by(turn, StopReason.END.value, source=HANDOFF_USER_REQUEST)
+        except Exception:
+            telemetry_failed("request_info")
+        return result
 
     return wrapper
