@@ -18,7 +18,14 @@ Agent Framework facts the truths rely on (docs/agent-framework.md):
   (the workflow records none for it); a Handoff agent that answers instead
   of handing off stops (``end``) before the run's interrupt; the agent that
   gets the human's answer in the continuation run gets a one-option
-  delegation from the workflow.
+  delegation from the workflow;
+- a GroupChat selection function is code: the workflow's delegation; a
+  manager agent's choice (GroupChat's orchestrator agent, Magentic's ledger)
+  is that agent's, among all participants; each manager run is an instance;
+- a termination condition that holds after an agent's reply is that agent's
+  voluntary stop, then the run's (the framework's completion text); the
+  round limits are forced stops by the run; a manager that ends the chat
+  (GroupChat's terminate, Magentic's "satisfied" ledger) stops first.
 """
 
 from __future__ import annotations
@@ -161,6 +168,67 @@ CASES += [
             delegations=(Delegation("Handoff", "billing", frozenset({"billing"})),),
             stop=Stop("Handoff", "interrupt", forced=True),
             topology="swarm",
+        ),
+    ),
+]
+
+CASES += [
+    Case(
+        framework="agent_framework",
+        run=_run(apps.group_chat_selection),
+        truth=Truth(
+            app="agent framework GroupChat, selection function: writer, then critic says APPROVED (condition)",
+            instances={},
+            delegations=(
+                Delegation("GroupChat", "writer", frozenset({"writer", "critic"})),
+                Delegation("GroupChat", "critic", frozenset({"writer", "critic"})),
+            ),
+            stop=Stop("critic", "The group chat has reached its termination condition."),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(lambda: apps.group_chat_selection(max_rounds=1)),
+        truth=Truth(
+            app="agent framework GroupChat, selection function, max_rounds=1: the writer speaks, the limit stops it",
+            instances={},
+            delegations=(Delegation("GroupChat", "writer", frozenset({"writer", "critic"})),),
+            stop=Stop("GroupChat", "The group chat has reached the maximum number of rounds.", forced=True),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.group_chat_manager),
+        truth=Truth(
+            app="agent framework GroupChat, manager agent: picks the writer, then ends the chat",
+            instances={},
+            delegations=(Delegation("manager", "writer", frozenset({"writer", "critic"})),),
+            stop=Stop("manager", "the draft is done"),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(apps.magentic),
+        truth=Truth(
+            app="agent framework Magentic: the manager plans, asks the coder, its ledger says satisfied",
+            instances={},
+            delegations=(Delegation("magentic_manager", "coder", frozenset({"coder", "tester"})),),
+            stop=Stop("magentic_manager", "the code is written"),
+            topology="centralized",
+        ),
+    ),
+    Case(
+        framework="agent_framework",
+        run=_run(lambda: apps.magentic(max_round_count=1)),
+        truth=Truth(
+            app="agent framework Magentic, max_round_count=1: the coder's round, then the round limit",
+            instances={},
+            delegations=(Delegation("magentic_manager", "coder", frozenset({"coder", "tester"})),),
+            stop=Stop("Magentic", "Workflow terminated due to reaching maximum round count.", forced=True),
+            topology="centralized",
         ),
     ),
 ]

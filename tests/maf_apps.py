@@ -173,3 +173,66 @@ async def handoff_and_resume(stream: bool = False) -> None:
     result = await workflow.run("my bill")
     (request,) = [e for e in result if e.type == "request_info"]
     await workflow.run(responses={request.request_id: [Message(role="user", contents=["thanks"])]})
+
+
+def _approved(conversation: list[Message]) -> bool:
+    return any("APPROVED" in m.text for m in conversation)
+
+
+def group_chat_selection(max_rounds: int | None = None):
+    """A selection function alternates writer and critic (code chooses); the
+    critic's "APPROVED" fires the termination condition."""
+    from agent_framework_orchestrations import GroupChatBuilder
+
+    def next_speaker(state: Any) -> str:
+        return ["writer", "critic"][state.current_round % 2]
+
+    return GroupChatBuilder(participants=[writer("writer", "draft 1"), writer("critic", "APPROVED")],
+                            selection_func=next_speaker, termination_condition=_approved,
+                            max_rounds=max_rounds).build()
+
+
+def _choice(next_speaker: str | None, reason: str, final: str | None = None) -> str:
+    import json
+
+    return json.dumps({"terminate": next_speaker is None, "reason": reason, "next_speaker": next_speaker,
+                       "final_message": final})
+
+
+def group_chat_manager():
+    """A manager agent picks the writer, then ends the chat with a final message."""
+    from agent_framework_orchestrations import GroupChatBuilder
+
+    manager = writer("manager", "unused")
+    manager.client.replies = [_choice("writer", "a draft is needed"),  # type: ignore[attr-defined]
+                              _choice(None, "the draft is done", "Here is the draft.")]
+    return GroupChatBuilder(participants=[writer("writer", "draft 1"), writer("critic", "fine")],
+                            orchestrator_agent=manager).build()
+
+
+def _ledger(satisfied: bool, reason: str, next_speaker: str, instruction: str) -> str:
+    import json
+
+    def item(answer: Any, why: str = "because") -> dict[str, Any]:
+        return {"reason": why, "answer": answer}
+
+    return json.dumps({"is_request_satisfied": item(satisfied, reason), "is_in_loop": item(False),
+                       "is_progress_being_made": item(True), "next_speaker": item(next_speaker),
+                       "instruction_or_question": item(instruction)})
+
+
+def magentic(max_round_count: int | None = None):
+    """The Magentic manager plans (facts, plan), asks the coder (the tester is the
+    other option), then its ledger says the task is done; ``max_round_count=1``
+    stops the run after the coder's round instead."""
+    from agent_framework_orchestrations import MagenticBuilder
+
+    manager = writer("magentic_manager", "unused")
+    manager.client.replies = [  # type: ignore[attr-defined]
+        "facts: none", "plan: ask the coder",
+        _ledger(False, "not yet", "coder", "write the code"),
+        _ledger(True, "the code is written", "coder", "none"),
+        "The code: print(1)",
+    ]
+    return MagenticBuilder(participants=[writer("coder", "print(1)"), writer("tester", "unused")], manager_agent=manager,
+                           max_round_count=max_round_count).build()

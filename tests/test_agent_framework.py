@@ -210,3 +210,19 @@ def test_a_responses_continuation_is_linked_to_the_run_that_asked():
     assert answer["resume_of"] == first["trace_id"]
     root = next(s for s in captured.spans if s.trace_id == second["trace_id"] and s.parent_id is None)
     assert [link.trace_id for link in root.links] == [first["trace_id"]]
+
+
+def test_uninstrument_removes_every_patch_the_orchestrations_too(run_python):
+    code = """
+import orch_otel
+orch_otel.instrument()
+import agent_framework_orchestrations  # patched on its import, after agent_framework's
+from agent_framework import Agent
+from agent_framework_orchestrations._base_group_chat_orchestrator import BaseGroupChatOrchestrator as B
+print(type(vars(Agent)["run"]).__name__, type(vars(B)["_send_request_to_participant"]).__name__)
+orch_otel.uninstrument()
+print(type(vars(Agent)["run"]).__name__, type(vars(B)["_send_request_to_participant"]).__name__)
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["FunctionWrapper FunctionWrapper", "function function"]

@@ -55,7 +55,9 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
     """
 
     _patches: Patches | None = None
+    _orchestration_patches: Patches | None = None
     _pending: WhenImported | None = None
+    _pending_orchestrations: WhenImported | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -64,6 +66,11 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         self._pending = WhenImported("agent_framework", lambda: self._patch_framework(**kwargs), self._unpatch,
                                      "Agent Framework")
         self._pending.start()
+        # The builders are a package of their own, imported after the framework (or never).
+        self._pending_orchestrations = WhenImported(
+            "agent_framework_orchestrations", lambda: self._patch_orchestrations(**kwargs), self._unpatch_orchestrations,
+            "Agent Framework orchestrations")
+        self._pending_orchestrations.start()
 
     def _patch_framework(self, **kwargs: Any) -> None:
         # The framework is imported only here: on its first import, after the dependency check.
@@ -103,11 +110,36 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         patches.wrap(EdgeRunner, "_execute_on_target", _workflows.execute_on_target(recorder))
         patches.wrap(WorkflowContext, "request_info", _workflows.request_info(recorder))
 
+    def _patch_orchestrations(self, **kwargs: Any) -> None:
+        from agent_framework_orchestrations._base_group_chat_orchestrator import BaseGroupChatOrchestrator
+        from agent_framework_orchestrations._group_chat import AgentBasedGroupChatOrchestrator
+        from agent_framework_orchestrations._magentic import MagenticOrchestrator
+
+        from . import _managers
+
+        recorder = recorder_for(kwargs.get("tracer_provider"))
+        patches = self._orchestration_patches = Patches()
+        patches.wrap(BaseGroupChatOrchestrator, "_send_request_to_participant", _managers.speaker_choice(recorder))
+        patches.wrap(BaseGroupChatOrchestrator, "_check_terminate_and_yield", _managers.termination_condition(recorder))
+        patches.wrap(BaseGroupChatOrchestrator, "_check_round_limit_and_yield", _managers.round_limit(recorder))
+        patches.wrap(AgentBasedGroupChatOrchestrator, "_check_agent_terminate_and_yield",
+                     _managers.manager_terminates(recorder))
+        patches.wrap(MagenticOrchestrator, "_check_within_limits_or_complete", _managers.magentic_limits(recorder))
+        patches.wrap(MagenticOrchestrator, "_prepare_final_answer", _managers.magentic_final_answer(recorder))
+
     def _uninstrument(self, **kwargs: Any) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()  # waits for a patch in progress
+        for name in ("_pending_orchestrations", "_pending"):
+            pending = getattr(self, name)
+            setattr(self, name, None)
+            if pending is not None:
+                pending.cancel()  # waits for a patch in progress
+        self._unpatch_orchestrations()
         self._unpatch()
+
+    def _unpatch_orchestrations(self) -> None:
+        if self._orchestration_patches is not None:
+            self._orchestration_patches.remove()
+            self._orchestration_patches = None
 
     def _unpatch(self) -> None:
         if self._patches is not None:

@@ -131,7 +131,10 @@ def _finish(recorder: Recorder, scope: Scope, end: _RunEnd, error: BaseException
             outcome = CANCELLED
         else:
             outcome = recorder.classify(error)
-        if outcome == OK:
+        if outcome == OK and scope.stop is not None:  # an orchestrator ended the run, with its own text
+            reason, forced, source = scope.stop
+            inv.stop(reason, source=source, forced=forced)
+        elif outcome == OK:
             inv.stop(StopReason.END.value)
         elif outcome == INTERRUPTED:
             inv.stop(StopReason.INTERRUPT.value, source="request_info", forced=True)
