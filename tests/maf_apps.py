@@ -153,7 +153,7 @@ def handoff_agent(name: str, replies: Sequence[Any]) -> Agent:
                  require_per_service_call_history_persistence=True)
 
 
-def handoff(termination_condition: Any = None):
+def handoff(termination_condition: Any = None, checkpoint_storage: Any = None):
     """triage looks the weather up (t1) and hands off to billing (h1); billing
     answers without handing off, so the workflow asks the user (request_info)."""
     from agent_framework_orchestrations import HandoffBuilder
@@ -163,8 +163,8 @@ def handoff(termination_condition: Any = None):
     triage.default_options["tools"] = [get_weather]
     billing = handoff_agent("billing", ["Your refund is on its way.", "Glad to help."])
     support = handoff_agent("support", ["unused"])
-    return HandoffBuilder(participants=[triage, billing, support],
-                          termination_condition=termination_condition).with_start_agent(triage).build()
+    return HandoffBuilder(participants=[triage, billing, support], termination_condition=termination_condition,
+                          checkpoint_storage=checkpoint_storage).with_start_agent(triage).build()
 
 
 async def handoff_and_resume(stream: bool = False) -> None:
@@ -236,3 +236,17 @@ def magentic(max_round_count: int | None = None):
     ]
     return MagenticBuilder(participants=[writer("coder", "print(1)"), writer("tester", "unused")], manager_agent=manager,
                            max_round_count=max_round_count).build()
+
+
+async def handoff_resumed_from_checkpoint() -> None:
+    """The handoff app with checkpoints; the user's answer resumes it from its
+    latest checkpoint on a new Workflow object (as a new process would)."""
+    from agent_framework import InMemoryCheckpointStorage
+
+    storage = InMemoryCheckpointStorage()
+    result = await handoff(checkpoint_storage=storage).run("my bill")
+    (request,) = [e for e in result if e.type == "request_info"]
+    latest = await storage.get_latest(workflow_name="Handoff")
+    restored = handoff(checkpoint_storage=storage)
+    await restored.run(checkpoint_id=latest.checkpoint_id,
+                       responses={request.request_id: [Message(role="user", contents=["thanks"])]})

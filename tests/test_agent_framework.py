@@ -226,3 +226,15 @@ print(type(vars(Agent)["run"]).__name__, type(vars(B)["_send_request_to_particip
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["FunctionWrapper FunctionWrapper", "function function"]
+
+
+def test_a_checkpointed_request_answered_on_a_new_workflow_object_resumes_the_same_task():
+    with testing.capture() as captured:
+        asyncio.run(apps.handoff_resumed_from_checkpoint())
+    first, second = (check_trace(t) for t in captured.traces())
+    roots = [s for s in captured.spans if s.parent_id is None]
+    assert len({s.attributes["gen_ai.conversation.id"] for s in roots}) == 2  # two Workflow objects
+    assert second["task_id"] == first["task_id"]
+    (answer,) = events_of(second, "human_intervention")
+    assert answer["resume_of"] == first["trace_id"]
+    assert [(d["agent"], d["to"]) for d in decisions_of(second, "delegate")] == [("Handoff", "billing")]
