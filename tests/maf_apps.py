@@ -82,6 +82,12 @@ def get_weather(city: str) -> str:
     return f"sunny in {city}"
 
 
+@tool
+def flaky_lookup(query: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"lookup of {query} failed")
+
+
 def weather_agent(replies: Sequence[Any] | None = None) -> Agent:
     """Calls get_weather twice in one turn (w1, w2: parallel calls), then answers."""
     script = replies if replies is not None else [
@@ -90,6 +96,12 @@ def weather_agent(replies: Sequence[Any] | None = None) -> Agent:
     ]
     return Agent(client=ScriptedChatClient(script), name="weather", description="answers about the weather",
                  tools=[get_weather])
+
+
+def flaky_agent() -> Agent:
+    """Calls flaky_lookup (f1), which raises; the framework answers the model an error, and it apologizes."""
+    return Agent(client=ScriptedChatClient([[("f1", "flaky_lookup", '{"query": "x"}')], "sorry, no data"]),
+                 name="weather", tools=[flaky_lookup])
 
 
 def writer(name: str, text: str) -> Agent:

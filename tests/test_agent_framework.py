@@ -238,3 +238,28 @@ def test_a_checkpointed_request_answered_on_a_new_workflow_object_resumes_the_sa
     (answer,) = events_of(second, "human_intervention")
     assert answer["resume_of"] == first["trace_id"]
     assert [(d["agent"], d["to"]) for d in decisions_of(second, "delegate")] == [("Handoff", "billing")]
+
+
+def test_a_raising_tool_is_an_error_span_and_the_run_goes_on(captured):
+    asyncio.run(apps.flaky_agent().run("look it up"))
+    (trace,) = captured.traces()
+    check_trace(trace)
+    (result,) = events_of(trace, "tool_result", call_id="f1")
+    assert result["status"] == "error"
+    tool = next(s for s in captured.spans if s.name == "execute_tool flaky_lookup")
+    assert "exception.message" not in {k for e in tool.events for k in e.attributes}  # content stays out
+    (stop,) = decisions_of(trace, "stop")
+    assert (stop["agent"], stop["reason"]) == ("weather", "end")
+
+
+def test_parallel_workflow_runs_are_separate_traces(captured):
+    async def many():
+        await asyncio.gather(*(apps.sequential().run(f"task {i}") for i in range(8)))
+
+    asyncio.run(many())
+    traces = captured.traces()
+    assert len(traces) == 8
+    for trace in traces:
+        check_trace(trace)
+        assert [d["to"] for d in decisions_of(trace, "delegate")] == ["drafter", "reviewer"]
+        assert sorted(e["agent"] for e in events_of(trace, "message", channel="llm")) == ["drafter", "reviewer"]

@@ -291,7 +291,10 @@ def tool_call(recorder: Recorder) -> Callable[..., Any]:
             result = await wrapped(*args, **kwargs)
             try:
                 contents = result[0]
-                inv.set_result(getattr(contents[0], "result", None) if contents else None)
+                first = contents[0] if contents else None
+                inv.set_result(getattr(first, "result", None))
+                if getattr(first, "exception", None):  # the tool raised; the framework answers the model an error
+                    inv.end(outcome=ERROR)  # its text is the exception's message: content, left out
             except Exception:
                 telemetry_failed("tool result")
         try:
