@@ -232,3 +232,21 @@ CASES += [
         ),
     ),
 ]
+
+CASES.append(
+    Case(
+        framework="agent_framework",
+        run=_run(apps.handoff_until_refund, "my bill"),
+        truth=Truth(
+            app="agent framework Handoff with a termination condition: billing's reply mentions a refund",
+            instances={},
+            delegations=(
+                Delegation("Handoff", "triage", frozenset({"triage"})),
+                Delegation("triage", "billing", frozenset({"billing", "support"})),
+            ),
+            tool_calls=(("triage", "get_weather", "t1"), ("triage", "handoff_to_billing", "h1")),
+            stop=Stop("billing", "termination condition met"),  # its reply made the condition hold
+            topology="swarm",
+        ),
+    ),
+)

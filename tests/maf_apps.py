@@ -262,3 +262,8 @@ async def handoff_resumed_from_checkpoint() -> None:
     restored = handoff(checkpoint_storage=storage)
     await restored.run(checkpoint_id=latest.checkpoint_id,
                        responses={request.request_id: [Message(role="user", contents=["thanks"])]})
+
+
+def handoff_until_refund():
+    """The handoff app with a termination condition that holds on billing's reply (it mentions a refund)."""
+    return handoff(termination_condition=lambda conversation: any("refund" in m.text for m in conversation))

@@ -113,6 +113,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
     def _patch_orchestrations(self, **kwargs: Any) -> None:
         from agent_framework_orchestrations._base_group_chat_orchestrator import BaseGroupChatOrchestrator
         from agent_framework_orchestrations._group_chat import AgentBasedGroupChatOrchestrator
+        from agent_framework_orchestrations._handoff import HandoffAgentExecutor
         from agent_framework_orchestrations._magentic import MagenticOrchestrator
 
         from . import _managers
@@ -126,6 +127,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
                      _managers.manager_terminates(recorder))
         patches.wrap(MagenticOrchestrator, "_check_within_limits_or_complete", _managers.magentic_limits(recorder))
         patches.wrap(MagenticOrchestrator, "_prepare_final_answer", _managers.magentic_final_answer(recorder))
+        patches.wrap(HandoffAgentExecutor, "_should_terminate", _managers.handoff_termination(recorder))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         for name in ("_pending_orchestrations", "_pending"):

@@ -21,6 +21,10 @@ Hooks on ``BaseGroupChatOrchestrator`` and its subclasses:
 - ``MagenticOrchestrator._prepare_final_answer`` after a ledger that says the
   request is satisfied: the manager's stop (the ledger's reason), then the
   run's.
+- ``HandoffAgentExecutor._should_terminate``: Handoff's termination condition
+  held over the conversation. The framework has no completion text for it:
+  the reason is ``termination condition met``; the author of the last message
+  it judged (an agent's reply) stops first.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ...recorder import Recorder
 from ._state import Scope, current_scope, telemetry_failed
 
 TERMINATION_CONDITION = "termination_condition"
+CONDITION_MET = "termination condition met"  # Handoff's condition: the framework says nothing when it holds
 MAX_ROUNDS = "max_rounds"
 
 
@@ -89,7 +94,7 @@ def _ending(recorder: Recorder, when: Callable[[Any], bool],
         result = await wrapped(*args, **kwargs)
         try:
             run = _run()
-            if run is not None and when(result):
+            if run is not None and run.stop is None and when(result):  # the first end is the run's
                 on_end(run, instance, args, kwargs)
         except Exception:
             telemetry_failed("orchestrator stop")
@@ -168,3 +173,17 @@ def magentic_final_answer(recorder: Recorder) -> Callable[..., Any]:
         return await wrapped(*args, **kwargs)
 
     return wrapper
+
+
+def handoff_termination(recorder: Recorder) -> Callable[..., Any]:
+    """``HandoffAgentExecutor._should_terminate() -> bool``."""
+
+    def on_end(run: Scope, executor: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        conversation = getattr(executor, "_full_conversation", None) or []
+        author = getattr(conversation[-1], "author_name", None) if conversation else None
+        turn = run.turns.get(str(author)) if author in run.agents.values() else None
+        if turn is not None:
+            recorder.stop_by(turn, CONDITION_MET, source=TERMINATION_CONDITION)
+        run.stop = (CONDITION_MET, False, TERMINATION_CONDITION)
+
+    return _ending(recorder, bool, on_end)
