@@ -36,6 +36,13 @@ from agent_framework.observability import ChatTelemetryLayer
 USAGE = {"input_token_count": 7, "output_token_count": 3}
 
 
+class CalledForReal(AssertionError):
+    """A replay called a model or a tool instead of serving it (tests set ``REPLAYING``)."""
+
+
+REPLAYING = False  # True: the scripted model and the tools raise if called at all
+
+
 class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetryLayer, BaseChatClient):
     """A chat client answering from a script: each reply is a text or a list
     of ``(call_id, tool, arguments_json)`` function calls. ``delay`` seconds
@@ -58,6 +65,8 @@ class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelem
                                                    for i, n, a in reply])
 
     def _inner_get_response(self, *, messages: Any, stream: bool, options: Any, **kwargs: Any) -> Any:
+        if REPLAYING:
+            raise CalledForReal(f"the model of {self.model} was called during a replay")
         if not stream:
             async def answer() -> ChatResponse:
                 if self.delay:
@@ -79,6 +88,8 @@ class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelem
 @tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
+    if REPLAYING:
+        raise CalledForReal("get_weather was called during a replay")
     return f"sunny in {city}"
 
 

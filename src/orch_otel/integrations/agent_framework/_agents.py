@@ -31,9 +31,11 @@ from typing import Any
 from opentelemetry import context as otel_context
 
 from ..._invocation import CANCELLED, ERROR, OK
+from ..._serving import served_model, served_tool
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
 from ._messages import messages_view, response_view, tool_definitions
+from ._served import chat_response, chat_stream, tool_result
 from ._state import FANOUT, LLM_KEY, SYSTEM, Scope, arg, attached, current_scope, telemetry_failed
 
 
@@ -227,9 +229,13 @@ def chat_call(recorder: Recorder, response_type: Any) -> Callable[..., Any]:
             return wrapped(*args, **kwargs)
         inv, ctx = started
         try:
-            with attached(ctx):
-                result = wrapped(*args, **kwargs)
-        except BaseException as exc:
+            served = served_model(inv.span)  # outside a replay: one context-variable read
+            if served is not None:  # the recorded reply, in the framework's own types
+                result = chat_stream(served) if kwargs.get("stream") else _ready(chat_response(served))
+            else:
+                with attached(ctx):
+                    result = wrapped(*args, **kwargs)
+        except BaseException as exc:  # a replay that cannot answer fails the call as the model would
             inv.fail(exc)
             raise
         if kwargs.get("stream"):
@@ -242,6 +248,10 @@ def chat_call(recorder: Recorder, response_type: Any) -> Callable[..., Any]:
         return awaited(result, inv, ctx)
 
     return wrapper
+
+
+async def _ready(value: Any) -> Any:
+    return value
 
 
 # -- tool calls ------------------------------------------------------------------------------------
@@ -258,10 +268,16 @@ def _handoff_targets(kwargs: dict[str, Any]) -> dict[str, str]:
     return {}
 
 
-def _record_handoff(recorder: Recorder, scope: Scope, name: str, kwargs: dict[str, Any], result: Any) -> None:
+def _runs_as_itself(name: str, handoffs: dict[str, str], kwargs: dict[str, Any]) -> bool:
+    """A tool a replay does not serve: a handoff tool (the builder's middleware
+    acts on it) or an agent as a tool (its own model calls are served)."""
+    tool = (kwargs.get("tool_map") or {}).get(name)
+    return name in handoffs or getattr(tool, "_wrapped_agent", None) is not None
+
+
+def _record_handoff(recorder: Recorder, scope: Scope, name: str, targets: dict[str, str], result: Any) -> None:
     """A handoff tool the middleware short-circuited: the agent's own delegation,
     among its handoff targets (the workflow then addresses the target directly)."""
-    targets = _handoff_targets(kwargs)
     if name not in targets or not (isinstance(result, tuple) and len(result) == 2 and result[1]):
         return
     run = scope.run()
@@ -288,7 +304,14 @@ def tool_call(recorder: Recorder) -> Callable[..., Any]:
         if inv is None:
             return await wrapped(*args, **kwargs)
         with inv:  # fails it on an exception (re-raised untouched), else ends it
-            result = await wrapped(*args, **kwargs)
+            handoffs = _handoff_targets(kwargs)
+            served = None if _runs_as_itself(str(getattr(call, "name", "")), handoffs, kwargs) else served_tool(inv.span)
+            result = await wrapped(*args, **kwargs) if served is None else tool_result(call.call_id, served)
+            try:
+                if scope is not None:  # inside the tool's span: the replay's script sees a handoff tool
+                    _record_handoff(recorder, scope, str(getattr(call, "name", "")), handoffs, result)
+            except Exception:
+                telemetry_failed("handoff")
             try:
                 contents = result[0]
                 first = contents[0] if contents else None
@@ -297,11 +320,6 @@ def tool_call(recorder: Recorder) -> Callable[..., Any]:
                     inv.end(outcome=ERROR)  # its text is the exception's message: content, left out
             except Exception:
                 telemetry_failed("tool result")
-        try:
-            if scope is not None:
-                _record_handoff(recorder, scope, str(getattr(call, "name", "")), kwargs, result)
-        except Exception:
-            telemetry_failed("handoff")
         return result
 
     return wrapper

@@ -44,8 +44,8 @@ def message_view(message: Any) -> list[dict[str, Any]]:
         view["name"] = author
     calls = [c for c in contents if getattr(c, "type", None) == "function_call"]
     if calls:
-        view["tool_calls"] = [{"id": c.call_id, "type": "function",
-                               "function": {"name": c.name, "arguments": _arguments(c.arguments)}} for c in calls]
+        # the form the AutoGen integration records (a replay's fork rewrites it the same way)
+        view["tool_calls"] = [{"id": c.call_id, "name": c.name, "arguments": _arguments(c.arguments)} for c in calls]
     return [view]
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from opentelemetry import trace
 
+from ..._serving import served_tool
 from ...recorder import Recorder
-from ._served import served_tool
 from ._state import arg, recording, telemetry_failed
 
 

@@ -17,10 +17,11 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ..._serving import served_model
 from ...recorder import Recorder
 from ...vocabulary import function_tool
 from .._patch import Patches
-from ._served import create_result, replaying, served_model
+from ._served import create_result, replaying
 from ._state import LLM_KEY, arg, telemetry_failed
 
 _METHODS = ("create", "create_stream")
