@@ -65,7 +65,7 @@ def _decision_errors(rows: list[dict[str, Any]], truth: Truth, skip: Collection[
         if r["decision"] != "delegate":
             continue
         targets = r["action"]["targets"]
-        to = targets[0] if len(targets) == 1 else tuple(targets)
+        to = ",".join(targets)  # a parallel choice (fan-out) names several, as the trace's "to" does
         options = frozenset(r["options"]) if r.get("options") is not None and "options" not in skip else None
         got.append(Delegation(r["agent"], to, options))
     want = [Delegation(d.by, d.to, None if "options" in skip else d.options) for d in truth.delegations]

@@ -262,3 +262,16 @@ def test_agent_framework_sequential_views_are_faithful(tmp_path):
     assert reviewer["messages"] == [{"role": "user", "content": "go"},
                                     {"role": "user", "content": "a draft", "name": "drafter"},
                                     {"role": "assistant", "content": "looks good", "trainable": True, "weight": 1}]
+
+
+# Not the Handoff builder here: each of its agents is offered a handoff to every other agent and takes one
+# at most, and view_errors holds that a chat row offers only tools its agent called.
+@pytest.mark.parametrize("app_prefix", [
+    "agent framework Concurrent", "agent framework switch-case", "agent framework GroupChat, manager agent",
+    "agent framework Magentic: the manager plans",
+])
+def test_agent_framework_builder_views_are_faithful(app_prefix, tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case(app_prefix)
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
