@@ -263,3 +263,13 @@ def test_parallel_workflow_runs_are_separate_traces(captured):
         check_trace(trace)
         assert [d["to"] for d in decisions_of(trace, "delegate")] == ["drafter", "reviewer"]
         assert sorted(e["agent"] for e in events_of(trace, "message", channel="llm")) == ["drafter", "reviewer"]
+
+
+def test_a_fan_out_gives_each_target_its_index_and_the_size(captured):
+    async def run():
+        await apps.concurrent().run("q")
+
+    asyncio.run(run())
+    agents = {s.attributes["gen_ai.agent.name"]: s for s in captured.spans if s.name.startswith("invoke_agent ")}
+    assert {name: (s.attributes.get("orch.fanout.index"), s.attributes.get("orch.fanout.size"))
+            for name, s in agents.items()} == {"optimist": (0, 3), "pessimist": (1, 3), "realist": (2, 3)}
