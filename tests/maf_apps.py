@@ -278,3 +278,10 @@ async def handoff_resumed_from_checkpoint() -> None:
 def handoff_until_refund():
     """The handoff app with a termination condition that holds on billing's reply (it mentions a refund)."""
     return handoff(termination_condition=lambda conversation: any("refund" in m.text for m in conversation))
+
+
+def looping_agent() -> Agent:
+    """Calls get_weather (l1), then wants more; max_iterations=1 makes the framework ask it for a final answer."""
+    agent = weather_agent([[("l1", "get_weather", '{"city": "Oslo"}')], "out of steps: Oslo is sunny"])
+    agent.client.function_invocation_configuration["max_iterations"] = 1  # type: ignore[attr-defined]
+    return agent

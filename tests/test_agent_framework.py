@@ -273,3 +273,21 @@ def test_a_fan_out_gives_each_target_its_index_and_the_size(captured):
     agents = {s.attributes["gen_ai.agent.name"]: s for s in captured.spans if s.name.startswith("invoke_agent ")}
     assert {name: (s.attributes.get("orch.fanout.index"), s.attributes.get("orch.fanout.size"))
             for name, s in agents.items()} == {"optimist": (0, 3), "pessimist": (1, 3), "realist": (2, 3)}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_tool_loop_limit_is_the_agents_forced_stop(stream, captured):
+    async def run():
+        agent = apps.looping_agent()
+        if stream:
+            async for _ in agent.run("weather?", stream=True):
+                pass
+        else:
+            await agent.run("weather?")
+
+    asyncio.run(run())
+    (trace,) = captured.traces()
+    check_trace(trace)
+    (stop,) = decisions_of(trace, "stop")
+    assert (stop["agent"], stop["reason"], stop["forced"]) == ("weather", "function invocation limit", True)
+    assert [e["call_id"] for e in events_of(trace, "tool_call")] == ["l1"]

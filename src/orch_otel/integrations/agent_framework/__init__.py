@@ -99,8 +99,9 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         # Agents, model calls, tool calls.
         patches.wrap(Agent, "run", _agents.agent_run(recorder))
         patches.wrap(BaseChatClient, "get_response", _agents.chat_call(recorder, ChatResponse))
-        patches.wrap(importlib.import_module("agent_framework._tools"), "_execute_single_function_call",
-                     _agents.tool_call(recorder))
+        tools_module = importlib.import_module("agent_framework._tools")
+        patches.wrap(tools_module, "_execute_single_function_call", _agents.tool_call(recorder))
+        patches.wrap(tools_module, "_ensure_function_invocation_limit_fallback_response", _agents.tool_loop_limit())
 
         # Workflows: runs, routing, fan-in.
         patches.wrap(Workflow, "_run_core", _workflows.workflow_run(recorder, AgentExecutor, WorkflowConvergenceException))

@@ -77,6 +77,10 @@ def _begin_agent(recorder: Recorder, agent: Any, messages: Any) -> Scope:
     return Scope(name, inv, parent)
 
 
+LOOP_LIMIT = "function invocation limit"  # the framework's own name for it (its FunctionInvocationLimit)
+LOOP_LIMIT_SOURCE = "FunctionInvocationConfiguration"
+
+
 def finish(recorder: Recorder, scope: Scope, error: BaseException | None) -> None:
     """End an agent invocation: a nested agent's own stop, then its span."""
     if scope.ended:
@@ -86,7 +90,9 @@ def finish(recorder: Recorder, scope: Scope, error: BaseException | None) -> Non
         inv = scope.invocation
         outcome = OK if error is None else recorder.classify(error)
         nested = scope.parent is not None and scope.parent.workflow is None
-        if nested and outcome == OK:
+        if scope.limit and outcome == OK:  # the tool loop's budget ended the turn, not the model's choice
+            inv.stop(LOOP_LIMIT, source=LOOP_LIMIT_SOURCE, forced=True)
+        elif nested and outcome == OK:
             inv.stop(StopReason.END.value)
         if outcome == ERROR:
             inv.fail(error)  # type: ignore[arg-type]
@@ -320,6 +326,21 @@ def tool_call(recorder: Recorder) -> Callable[..., Any]:
                     inv.end(outcome=ERROR)  # its text is the exception's message: content, left out
             except Exception:
                 telemetry_failed("tool result")
+        return result
+
+    return wrapper
+
+
+def tool_loop_limit() -> Callable[..., Any]:
+    """``_ensure_function_invocation_limit_fallback_response(response)``: the tool
+    loop calls it only once a limit (``max_iterations``, ``max_function_calls``)
+    made it ask for a final answer with tools off."""
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        result = wrapped(*args, **kwargs)
+        scope = current_scope()
+        if scope is not None and scope.workflow is None:
+            scope.limit = True
         return result
 
     return wrapper

@@ -32,7 +32,7 @@ GENERATED_WORKFLOW_NAME = "workflow"  # the root's name for a WorkflowBuilder gi
 class Scope:
     """A workflow run or an agent invocation in progress."""
 
-    __slots__ = ("name", "invocation", "ctx", "parent", "workflow", "agents", "turns", "task_id", "stop", "ended")
+    __slots__ = ("name", "invocation", "ctx", "parent", "workflow", "agents", "turns", "task_id", "stop", "limit", "ended")
 
     def __init__(self, name: str, invocation: Invocation, parent: Scope | None, workflow: Any = None) -> None:
         self.name = name
@@ -44,6 +44,7 @@ class Scope:
         self.turns: dict[str, Invocation] = {}  # a run's latest turn of each agent (a stop may be its, later)
         self.task_id: str | None = None  # a root run's task id (a resumed run keeps the asking run's)
         self.stop: tuple[str, bool, str | None] | None = None  # an orchestrator's end: (reason, forced, source)
+        self.limit = False  # an agent's tool loop ran out of its budget (FunctionInvocationConfiguration)
         self.ended = False
 
     @property
