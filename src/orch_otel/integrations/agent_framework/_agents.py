@@ -333,8 +333,9 @@ def tool_call(recorder: Recorder) -> Callable[..., Any]:
 
 def tool_loop_limit() -> Callable[..., Any]:
     """``_ensure_function_invocation_limit_fallback_response(response)``: the tool
-    loop calls it only once a limit (``max_iterations``, ``max_function_calls``)
-    made it ask for a final answer with tools off."""
+    loop calls it only once a limit (``max_iterations``, ``max_function_calls``,
+    ``max_duration_seconds``, a stop after repeated errors) made it ask for a
+    final answer with tools off."""
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         result = wrapped(*args, **kwargs)
