@@ -250,3 +250,17 @@ CASES.append(
         ),
     ),
 )
+
+CASES.append(
+    Case(
+        framework="agent_framework",
+        run=_run(apps.sequential_with_other_agents, stream=True),
+        truth=Truth(
+            app="agent framework Sequential of a RawAgent and an agent of its own class (streamed)",
+            instances={},
+            delegations=_chain("Sequential", "raw_writer", "echo"),
+            stop=Stop("Sequential", "end"),
+            topology="centralized",
+        ),
+    ),
+)

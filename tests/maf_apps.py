@@ -17,6 +17,7 @@ from typing import Any
 
 from agent_framework import (
     Agent,
+    BaseAgent,
     BaseChatClient,
     ChatResponse,
     ChatResponseUpdate,
@@ -285,3 +286,35 @@ def looping_agent() -> Agent:
     agent = weather_agent([[("l1", "get_weather", '{"city": "Oslo"}')], "out of steps: Oslo is sunny"])
     agent.client.function_invocation_configuration["max_iterations"] = 1  # type: ignore[attr-defined]
     return agent
+
+
+class EchoAgent(BaseAgent):
+    """An agent of its own class (no model): answers with a fixed text."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(name=name, description=f"the {name}")
+        self.text = text
+
+    def run(self, messages: Any = None, *, stream: bool = False, session: Any = None, **kwargs: Any) -> Any:
+        from agent_framework import AgentResponse, AgentResponseUpdate
+
+        if stream:
+            async def updates():
+                yield AgentResponseUpdate(role="assistant", contents=[Content.from_text(self.text)],
+                                          author_name=self.name)
+
+            return ResponseStream(updates(), finalizer=AgentResponse.from_updates)
+
+        async def answer() -> AgentResponse:
+            return AgentResponse(messages=[Message(role="assistant", contents=[self.text], author_name=self.name)])
+
+        return answer()
+
+
+def sequential_with_other_agents():
+    """A RawAgent (no middleware or telemetry layers) and an agent of its own class, in sequence."""
+    from agent_framework import RawAgent
+    from agent_framework_orchestrations import SequentialBuilder
+
+    raw = RawAgent(client=ScriptedChatClient(["raw draft"]), name="raw_writer", description="writes")
+    return SequentialBuilder(participants=[raw, EchoAgent("echo", "echoed")]).build()

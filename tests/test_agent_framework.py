@@ -291,3 +291,22 @@ def test_the_tool_loop_limit_is_the_agents_forced_stop(stream, captured):
     (stop,) = decisions_of(trace, "stop")
     assert (stop["agent"], stop["reason"], stop["forced"]) == ("weather", "function invocation limit", True)
     assert [e["call_id"] for e in events_of(trace, "tool_call")] == ["l1"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_agents_of_other_classes_have_their_turns(stream, captured):
+    async def run():
+        workflow = apps.sequential_with_other_agents()
+        if stream:
+            async for _ in workflow.run("go", stream=True):
+                pass
+        else:
+            await workflow.run("go")
+
+    asyncio.run(run())
+    agents = {s.attributes["gen_ai.agent.name"]: s for s in captured.spans if s.name.startswith("invoke_agent ")}
+    assert sorted(agents) == ["echo", "raw_writer"]
+    assert (agents["raw_writer"].attributes["orch.agent.role"], agents["echo"].attributes["orch.agent.role"]) == (
+        "RawAgent", "EchoAgent")
+    chat = next(s for s in captured.spans if s.name.startswith("chat "))
+    assert chat.parent_id == agents["raw_writer"].span_id

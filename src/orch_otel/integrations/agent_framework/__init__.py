@@ -74,7 +74,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
 
     def _patch_framework(self, **kwargs: Any) -> None:
         # The framework is imported only here: on its first import, after the dependency check.
-        from agent_framework import Agent, BaseChatClient, ChatResponse
+        from agent_framework import Agent, BaseChatClient, ChatResponse, RawAgent
         from agent_framework._workflows._agent_executor import AgentExecutor
         from agent_framework._workflows._edge import Edge
         from agent_framework._workflows._edge_runner import (
@@ -98,6 +98,9 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
 
         # Agents, model calls, tool calls.
         patches.wrap(Agent, "run", _agents.agent_run(recorder))
+        patches.wrap(RawAgent, "run", _agents.agent_run(recorder, recorded_above=Agent))
+        for method in ("_run_agent", "_run_agent_streaming"):  # agents of other classes in a workflow
+            patches.wrap(AgentExecutor, method, _agents.executor_turn(recorder, RawAgent))
         patches.wrap(BaseChatClient, "get_response", _agents.chat_call(recorder, ChatResponse))
         tools_module = importlib.import_module("agent_framework._tools")
         patches.wrap(tools_module, "_execute_single_function_call", _agents.tool_call(recorder))

@@ -113,8 +113,10 @@ def _traced_stream(recorder: Recorder, stream: Any, scope: Scope, end: Callable[
     return stream
 
 
-def agent_run(recorder: Recorder) -> Callable[..., Any]:
-    """``Agent.run(messages, *, stream=False, ...)``."""
+def agent_run(recorder: Recorder, recorded_above: type | None = None) -> Callable[..., Any]:
+    """``Agent.run(messages, *, stream=False, ...)`` (and ``RawAgent.run``, where
+    ``recorded_above`` = ``Agent``: an ``Agent``'s run goes through both, and is
+    recorded once, above the framework's layers)."""
 
     def end(scope: Scope, error: BaseException | None) -> None:
         finish(recorder, scope, error)
@@ -130,6 +132,8 @@ def agent_run(recorder: Recorder) -> Callable[..., Any]:
         return response
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        if recorded_above is not None and isinstance(instance, recorded_above):
+            return wrapped(*args, **kwargs)
         try:
             scope = _begin_agent(recorder, instance, arg(args, kwargs, 0, "messages"))
         except Exception:
@@ -149,6 +153,32 @@ def agent_run(recorder: Recorder) -> Callable[..., Any]:
                 end(scope, None)
                 return result
         return awaited(result, scope)
+
+    return wrapper
+
+
+def executor_turn(recorder: Recorder, recorded: type) -> Callable[..., Any]:
+    """``AgentExecutor._run_agent`` / ``_run_agent_streaming(ctx, *, messages=None)``:
+    the turn of a workflow participant whose agent is not a ``recorded`` one
+    (any ``SupportsAgentRun``: a custom ``BaseAgent``, a ``WorkflowAgent``)."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        agent = getattr(instance, "_agent", None)
+        if agent is None or isinstance(agent, recorded) or current_scope() is None:
+            return await wrapped(*args, **kwargs)
+        try:
+            scope = _begin_agent(recorder, agent, None)
+        except Exception:
+            telemetry_failed("agent turn start")
+            return await wrapped(*args, **kwargs)
+        try:
+            with attached(scope.ctx):
+                response = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            finish(recorder, scope, exc)
+            raise
+        finish(recorder, scope, None)
+        return response
 
     return wrapper
 

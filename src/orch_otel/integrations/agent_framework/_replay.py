@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_framework import Agent, Message
+from agent_framework import Message, RawAgent
 from agent_framework._workflows._workflow import Workflow
 
 from .._patch import Patches
@@ -23,7 +23,7 @@ from . import AgentFrameworkInstrumentor
 
 
 def accepts(app: Any) -> bool:
-    return isinstance(app, (Workflow, Agent))
+    return isinstance(app, (Workflow, RawAgent))  # an Agent is a RawAgent with middleware and telemetry
 
 
 def instrumentor() -> AgentFrameworkInstrumentor:
