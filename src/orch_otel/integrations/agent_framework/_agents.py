@@ -34,9 +34,10 @@ from ..._invocation import CANCELLED, ERROR, OK
 from ..._serving import served_model, served_tool
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
+from .._calls import arg, attached
 from ._messages import messages_view, response_view, tool_definitions
 from ._served import chat_response, chat_stream, tool_result
-from ._state import FANOUT, LLM_KEY, SYSTEM, Scope, arg, attached, current_scope, telemetry_failed
+from ._state import FANOUT, LLM_KEY, SYSTEM, Scope, current_scope, telemetry_failed
 
 
 def _agent_name(agent: Any) -> str:

@@ -81,29 +81,6 @@ DELIVERY: contextvars.ContextVar[Delivery | None] = contextvars.ContextVar("orch
 FANOUT: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("orch_otel_maf_fanout", default=None)
 
 
-class attached:
-    """Make ``ctx`` current for a block (a tiny context manager)."""
-
-    __slots__ = ("_ctx", "_token")
-
-    def __init__(self, ctx: otel_context.Context) -> None:
-        self._ctx = ctx
-        self._token: object | None = None
-
-    def __enter__(self) -> None:
-        self._token = otel_context.attach(self._ctx)
-
-    def __exit__(self, *exc: Any) -> None:
-        otel_context.detach(self._token)  # type: ignore[arg-type]
-
-
-def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any = None) -> Any:
-    """A wrapped call's argument, passed by position or by keyword."""
-    if len(args) > index:
-        return args[index]
-    return kwargs.get(name, default)
-
-
 def telemetry_failed(where: str) -> None:
     """Telemetry never raises into the host: note the failure and go on."""
     log_fault(_log, logging.DEBUG, "orch-otel: Agent Framework hook %s failed; not recorded", where)

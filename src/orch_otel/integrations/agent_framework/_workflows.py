@@ -36,18 +36,9 @@ from opentelemetry.trace import Link, SpanContext
 from ..._invocation import CANCELLED, ERROR, INTERRUPTED, OK
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
+from .._calls import attached
 from ._messages import messages_view
-from ._state import (
-    DELIVERY,
-    FANOUT,
-    GENERATED_WORKFLOW_NAME,
-    SYSTEM,
-    Delivery,
-    Scope,
-    attached,
-    current_scope,
-    telemetry_failed,
-)
+from ._state import DELIVERY, FANOUT, GENERATED_WORKFLOW_NAME, SYSTEM, Delivery, Scope, current_scope, telemetry_failed
 
 PENDING_REQUESTS = "IDLE_WITH_PENDING_REQUESTS"
 _ORCHESTRATIONS = "agent_framework_orchestrations"

@@ -16,7 +16,8 @@ from opentelemetry import trace
 
 from ..._serving import served_tool
 from ...recorder import Recorder
-from ._state import arg, recording, telemetry_failed
+from .._calls import arg
+from ._state import recording, telemetry_failed
 
 
 def _tool_invocation(recorder: Recorder, tool: Any, args: Any, kwargs: Any):

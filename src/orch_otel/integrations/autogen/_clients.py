@@ -20,9 +20,10 @@ from opentelemetry import trace
 from ..._serving import served_model
 from ...recorder import Recorder
 from ...vocabulary import function_tool
+from .._calls import arg
 from .._patch import Patches
 from ._served import create_result, replaying
-from ._state import LLM_KEY, arg, telemetry_failed
+from ._state import LLM_KEY, telemetry_failed
 
 _METHODS = ("create", "create_stream")
 _PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)

@@ -18,8 +18,9 @@ from opentelemetry import trace
 from ..._invocation import CANCELLED, ERROR, OK
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
+from .._calls import arg, attached
 from ._clients import ClientPatcher
-from ._state import RUNS, SYSTEM, RunState, arg, attached, current_state, telemetry_failed
+from ._state import RUNS, SYSTEM, RunState, current_state, telemetry_failed
 
 
 def _finish(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:
