@@ -41,15 +41,8 @@ TIMEOUT = 30  # a hang fails the case instead of blocking the suite
 
 
 def _run(build: Callable[[], Any], message: str = "go", stream: bool = False) -> Callable[[], None]:
-    async def consume(target: Any) -> None:
-        if stream:
-            async for _ in target.run(message, stream=True):
-                pass
-        else:
-            await target.run(message)
-
     def run() -> None:
-        asyncio.run(asyncio.wait_for(consume(build()), TIMEOUT))
+        asyncio.run(asyncio.wait_for(apps.consume(build(), message, stream), TIMEOUT))
 
     return run
 

@@ -37,6 +37,14 @@ from agent_framework.observability import ChatTelemetryLayer
 USAGE = {"input_token_count": 7, "output_token_count": 3}
 
 
+async def consume(target: Any, message: Any, stream: bool = False) -> Any:
+    """Run an agent or a workflow once, as ``run(message)`` or by iterating ``run(message, stream=True)``."""
+    if not stream:
+        return await target.run(message)
+    async for _ in target.run(message, stream=True):
+        pass
+
+
 class CalledForReal(AssertionError):
     """A replay called a model or a tool instead of serving it (tests set ``REPLAYING``)."""
 

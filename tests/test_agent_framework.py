@@ -277,15 +277,7 @@ def test_a_fan_out_gives_each_target_its_index_and_the_size(captured):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_tool_loop_limit_is_the_agents_forced_stop(stream, captured):
-    async def run():
-        agent = apps.looping_agent()
-        if stream:
-            async for _ in agent.run("weather?", stream=True):
-                pass
-        else:
-            await agent.run("weather?")
-
-    asyncio.run(run())
+    asyncio.run(apps.consume(apps.looping_agent(), "weather?", stream))
     (trace,) = captured.traces()
     check_trace(trace)
     (stop,) = decisions_of(trace, "stop")
@@ -295,15 +287,7 @@ def test_the_tool_loop_limit_is_the_agents_forced_stop(stream, captured):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_agents_of_other_classes_have_their_turns(stream, captured):
-    async def run():
-        workflow = apps.sequential_with_other_agents()
-        if stream:
-            async for _ in workflow.run("go", stream=True):
-                pass
-        else:
-            await workflow.run("go")
-
-    asyncio.run(run())
+    asyncio.run(apps.consume(apps.sequential_with_other_agents(), "go", stream))
     agents = {s.attributes["gen_ai.agent.name"]: s for s in captured.spans if s.name.startswith("invoke_agent ")}
     assert sorted(agents) == ["echo", "raw_writer"]
     assert (agents["raw_writer"].attributes["orch.agent.role"], agents["echo"].attributes["orch.agent.role"]) == (

@@ -37,19 +37,11 @@ APPS = {  # name -> (build, message, stream)
 }
 
 
-async def _consume(target, message: str, stream: bool) -> None:
-    if stream:
-        async for _ in target.run(message, stream=True):
-            pass
-    else:
-        await target.run(message)
-
-
 def record(name: str, captured, monkeypatch) -> tuple[dict, dict[str, str]]:
     build, message, stream = APPS[name]
     with monkeypatch.context() as m:
         m.setattr(get_recorder().content, "capture", True)
-        asyncio.run(asyncio.wait_for(_consume(build(), message, stream), TIMEOUT))
+        asyncio.run(asyncio.wait_for(apps.consume(build(), message, stream), TIMEOUT))
     (conversion,) = captured.conversions()
     return check_trace(conversion.trace), conversion.contents
 
