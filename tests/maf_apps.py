@@ -55,7 +55,8 @@ REPLAYING = False  # True: the scripted model and the tools raise if called at a
 class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetryLayer, BaseChatClient):
     """A chat client answering from a script: each reply is a text or a list
     of ``(call_id, tool, arguments_json)`` function calls. ``delay`` seconds
-    before each answer (for cancellation tests)."""
+    before each answer, with ``waiting`` (an ``asyncio.Event``, if set) set
+    when the wait begins (for cancellation tests)."""
 
     OTEL_PROVIDER_NAME = "scripted"
 
@@ -65,6 +66,7 @@ class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelem
         self.replies = list(replies)
         self.model = model
         self.delay = delay
+        self.waiting: asyncio.Event | None = None
 
     def _next(self) -> Message:
         reply = self.replies.pop(0) if self.replies else "(script ended)"
@@ -73,20 +75,25 @@ class ScriptedChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelem
         return Message(role="assistant", contents=[Content.from_function_call(call_id=i, name=n, arguments=a)
                                                    for i, n, a in reply])
 
+    async def _wait(self) -> None:
+        if self.waiting is not None:
+            self.waiting.set()
+        await asyncio.sleep(self.delay)
+
     def _inner_get_response(self, *, messages: Any, stream: bool, options: Any, **kwargs: Any) -> Any:
         if REPLAYING:
             raise CalledForReal(f"the model of {self.model} was called during a replay")
         if not stream:
             async def answer() -> ChatResponse:
                 if self.delay:
-                    await asyncio.sleep(self.delay)
+                    await self._wait()
                 return ChatResponse(messages=[self._next()], model=self.model, usage_details=dict(USAGE))
 
             return answer()
 
         async def updates():
             if self.delay:
-                await asyncio.sleep(self.delay)
+                await self._wait()
             reply = self._next()
             yield ChatResponseUpdate(role="assistant", contents=list(reply.contents), model=self.model)
             yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(dict(USAGE))])
@@ -137,10 +144,11 @@ def agent_with_agent_tool() -> Agent:
     return lead
 
 
-def sequential():
+def sequential(checkpoint_storage: Any = None):
     from agent_framework_orchestrations import SequentialBuilder
 
-    return SequentialBuilder(participants=[writer("drafter", "a draft"), writer("reviewer", "looks good")]).build()
+    return SequentialBuilder(participants=[writer("drafter", "a draft"), writer("reviewer", "looks good")],
+                             checkpoint_storage=checkpoint_storage).build()
 
 
 def concurrent():
@@ -326,3 +334,15 @@ def sequential_with_other_agents():
 
     raw = RawAgent(client=ScriptedChatClient(["raw draft"]), name="raw_writer", description="writes")
     return SequentialBuilder(participants=[raw, EchoAgent("echo", "echoed")]).build()
+
+
+async def sequential_restarted_from_a_checkpoint() -> list[str]:
+    """A Sequential run with checkpoints, then a new Workflow object restored from
+    its second checkpoint (after the drafter's turn), as a restarted process would."""
+    from agent_framework import InMemoryCheckpointStorage
+
+    storage = InMemoryCheckpointStorage()
+    await sequential(storage).run("write")
+    checkpoints = sorted(await storage.list_checkpoints(workflow_name="Sequential"), key=lambda c: c.timestamp)
+    await sequential(storage).run(checkpoint_id=checkpoints[1].checkpoint_id)
+    return [c.checkpoint_id for c in checkpoints]

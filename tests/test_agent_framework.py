@@ -148,11 +148,20 @@ def test_a_streamed_agents_spans_stay_under_its_invocation(captured):
         ("scripted-model", "scripted", 7, 3)] * 2
 
 
-def _cancelled(run_it) -> tuple[dict, dict[str, str | None]]:
-    """The trace of a run cancelled after 0.2 s, and each span's outcome by name."""
+def _cancelled(run_it, client) -> tuple[dict, dict[str, str | None]]:
+    """The trace of a run cancelled while ``client`` answers (a model call in
+    progress), and each span's outcome by name."""
+
+    async def cancel_mid_call() -> None:
+        client.waiting = asyncio.Event()
+        task = asyncio.ensure_future(run_it())
+        await asyncio.wait_for(client.waiting.wait(), 20)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
     with testing.capture() as captured:
-        with pytest.raises(asyncio.TimeoutError):
-            asyncio.run(asyncio.wait_for(run_it(), 0.2))
+        asyncio.run(cancel_mid_call())
     (trace,) = captured.traces()
     return check_trace(trace), {s.name: s.attributes.get("orch.outcome") for s in captured.spans}
 
@@ -160,7 +169,7 @@ def _cancelled(run_it) -> tuple[dict, dict[str, str | None]]:
 def test_an_agent_cancelled_mid_model_call_stops_cancelled_not_error():
     slow = apps.weather_agent(["never answered"])
     slow.client.delay = 30  # type: ignore[attr-defined]
-    trace, outcomes = _cancelled(lambda: slow.run("weather?"))
+    trace, outcomes = _cancelled(lambda: slow.run("weather?"), slow.client)
     (stop,) = decisions_of(trace, "stop")
     assert (stop["agent"], stop["reason"], stop["forced"]) == ("weather", "cancelled", True)
     assert outcomes == {"chat scripted-model": "cancelled", "invoke_agent weather": "cancelled"}
@@ -176,7 +185,7 @@ def test_a_workflow_cancelled_mid_model_call_stops_cancelled():
         async for _ in workflow.run("go", stream=True):
             pass
 
-    trace, outcomes = _cancelled(consume)
+    trace, outcomes = _cancelled(consume, drafter.client)
     assert outcomes == {"chat scripted-model": "cancelled", "invoke_agent drafter": "cancelled",
                         "invoke_workflow Sequential": "cancelled"}
     stops = [(d["agent"], d["reason"], d["forced"]) for d in decisions_of(trace, "stop")]
@@ -294,3 +303,32 @@ def test_agents_of_other_classes_have_their_turns(stream, captured):
         "RawAgent", "EchoAgent")
     chat = next(s for s in captured.spans if s.name.startswith("chat "))
     assert chat.parent_id == agents["raw_writer"].span_id
+
+
+def test_a_run_restored_from_a_checkpoint_continues_the_task_of_the_run_that_wrote_it():
+    with testing.capture() as captured:
+        asyncio.run(apps.sequential_restarted_from_a_checkpoint())
+    first, restored = (check_trace(t) for t in captured.traces())
+    assert restored["task_id"] == first["task_id"]
+    roots = {s.trace_id: s for s in captured.spans if s.parent_id is None}
+    conversations = {t: s.attributes["gen_ai.conversation.id"] for t, s in roots.items()}
+    assert conversations[restored["trace_id"]] != conversations[first["trace_id"]]  # another Workflow object
+    assert [link.trace_id for link in roots[restored["trace_id"]].links] == [first["trace_id"]]
+    assert events_of(restored, "human_intervention") == []  # nobody answered anything: a restart
+
+
+def test_instrumenting_warns_nothing_into_the_app(run_python):
+    """The framework deprecates some names orch-otel could import (its Runner): instrumenting must not warn."""
+    code = """
+import warnings
+import agent_framework, agent_framework_orchestrations  # the framework's own import, before
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import orch_otel
+    orch_otel.instrument()
+    orch_otel.uninstrument()
+print([f"{w.category.__name__}: {w.message}" for w in caught])
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "[]"

@@ -83,6 +83,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
             FanOutEdgeRunner,
             SingleEdgeRunner,
         )
+        from agent_framework._workflows._runner import RunnerImpl  # (its public name, Runner, is deprecated)
         from agent_framework._workflows._workflow import Workflow
         from agent_framework._workflows._workflow_context import WorkflowContext
         from agent_framework.exceptions import WorkflowConvergenceException
@@ -113,6 +114,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         patches.wrap(Edge, "should_route", _workflows.should_route())
         patches.wrap(EdgeRunner, "_execute_on_target", _workflows.execute_on_target(recorder))
         patches.wrap(WorkflowContext, "request_info", _workflows.request_info(recorder))
+        patches.wrap(RunnerImpl, "create_checkpoint_if_enabled", _workflows.checkpoint(recorder))
 
     def _patch_orchestrations(self, **kwargs: Any) -> None:
         from agent_framework_orchestrations._base_group_chat_orchestrator import BaseGroupChatOrchestrator

@@ -43,25 +43,28 @@ from ._state import DELIVERY, FANOUT, GENERATED_WORKFLOW_NAME, SYSTEM, Delivery,
 PENDING_REQUESTS = "IDLE_WITH_PENDING_REQUESTS"
 _ORCHESTRATIONS = "agent_framework_orchestrations"
 
-# Runs that went idle waiting for a human, by request id (stable across checkpoints): the task id and
-# run span a ``responses=`` continuation resumes. Bounded: the oldest are forgotten first.
-_ASKED: OrderedDict[str, tuple[str, SpanContext]] = OrderedDict()
-_ASKED_MAX = 4096
+# What a later run may resume, with the task id and run span it continues: a request a run left
+# pending (its id is stable across checkpoints), a checkpoint a run wrote. Bounded: the oldest go first.
+_RESUMABLE: OrderedDict[str, tuple[str, SpanContext]] = OrderedDict()
+_RESUMABLE_MAX = 4096
 
 
-def _remember_requests(request_ids: list[str], task_id: str, span_context: SpanContext) -> None:
-    for request_id in request_ids:
-        _ASKED[request_id] = (task_id, span_context)
-        _ASKED.move_to_end(request_id)
-    while len(_ASKED) > _ASKED_MAX:
-        _ASKED.popitem(last=False)
+def _remember(keys: list[str], task_id: str, span_context: SpanContext) -> None:
+    for key in keys:
+        _RESUMABLE[key] = (task_id, span_context)
+        _RESUMABLE.move_to_end(key)
+    while len(_RESUMABLE) > _RESUMABLE_MAX:
+        _RESUMABLE.popitem(last=False)
 
 
-def _resumed(responses: Any) -> tuple[str, SpanContext] | None:
-    """The run that asked what ``responses`` answer (the last one found), forgotten once answered."""
+def _resumed(responses: Any, checkpoint_id: Any) -> tuple[str, SpanContext] | None:
+    """The run that asked what ``responses`` answer (forgotten once answered), else
+    the run that wrote the checkpoint ``checkpoint_id``, if this process saw it."""
     found = None
     for request_id in list(responses or ()):
-        found = _ASKED.pop(str(request_id), None) or found
+        found = _RESUMABLE.pop(f"request:{request_id}", None) or found
+    if found is None and checkpoint_id is not None:
+        found = _RESUMABLE.get(f"checkpoint:{checkpoint_id}")
     return found
 
 
@@ -130,7 +133,7 @@ def _finish(recorder: Recorder, scope: Scope, end: _RunEnd, error: BaseException
         elif outcome == INTERRUPTED:
             inv.stop(StopReason.INTERRUPT.value, source="request_info", forced=True)
             if scope.parent is None and scope.task_id is not None:
-                _remember_requests(end.requests, scope.task_id, inv.span.get_span_context())
+                _remember([f"request:{r}" for r in end.requests], scope.task_id, inv.span.get_span_context())
         elif outcome == CANCELLED:
             inv.stop(StopReason.CANCELLED.value, forced=True)
         elif isinstance(error, convergence):  # the builder's max_iterations (supersteps): a limit, not a choice
@@ -157,7 +160,7 @@ def workflow_run(recorder: Recorder, agent_executor: type, convergence: type[Bas
             run_input = None
             if recorder.content.capture and message is not None:
                 run_input = {"message": messages_view(message) if not isinstance(message, str) else message}
-            asked = _resumed(responses) if responses else None
+            asked = _resumed(responses, kwargs.get("checkpoint_id"))
             task_id = asked[0] if asked else str(workflow.id)
             links = [Link(asked[1], {"orch.link": "resume_of"})] if asked else None
             inv = recorder.workflow(name, task_id=task_id, conversation_id=str(workflow.id), system=SYSTEM,
@@ -324,6 +327,32 @@ def request_info(recorder: Recorder) -> Callable[..., Any]:
                     recorder.stop_by(turn, StopReason.END.value, source=HANDOFF_USER_REQUEST)
         except Exception:
             telemetry_failed("request_info")
+        return result
+
+    return wrapper
+
+
+# -- checkpoints -----------------------------------------------------------------------------------
+
+
+def checkpoint(recorder: Recorder) -> Callable[..., Any]:
+    """``Runner.create_checkpoint_if_enabled()``: the checkpoint a run just wrote
+    (``_previous_checkpoint_id``), remembered so that a run restored from it
+    continues the same task."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        before = getattr(instance, "_previous_checkpoint_id", None)
+        result = await wrapped(*args, **kwargs)
+        try:
+            written = getattr(instance, "_previous_checkpoint_id", None)
+            scope = current_scope()
+            run = scope.run() if scope is not None else None
+            while run is not None and run.parent is not None:  # a nested run's checkpoint is its root run's
+                run = run.parent.run()
+            if written is not None and written != before and run is not None and run.task_id is not None:
+                _remember([f"checkpoint:{written}"], run.task_id, run.span.get_span_context())
+        except Exception:
+            telemetry_failed("checkpoint")
         return result
 
     return wrapper
