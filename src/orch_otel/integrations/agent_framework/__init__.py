@@ -88,7 +88,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         from agent_framework._workflows._workflow_context import WorkflowContext
         from agent_framework.exceptions import WorkflowConvergenceException
 
-        from . import _agents, _builtin, _workflows
+        from . import _agents, _builtin, _models, _tools, _workflows
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
         patches = self._patches = Patches()
@@ -102,10 +102,10 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         patches.wrap(RawAgent, "run", _agents.agent_run(recorder, recorded_above=Agent))
         for method in ("_run_agent", "_run_agent_streaming"):  # agents of other classes in a workflow
             patches.wrap(AgentExecutor, method, _agents.executor_turn(recorder, RawAgent))
-        patches.wrap(BaseChatClient, "get_response", _agents.chat_call(recorder, ChatResponse))
+        patches.wrap(BaseChatClient, "get_response", _models.chat_call(recorder, ChatResponse))
         tools_module = importlib.import_module("agent_framework._tools")
-        patches.wrap(tools_module, "_execute_single_function_call", _agents.tool_call(recorder))
-        patches.wrap(tools_module, "_ensure_function_invocation_limit_fallback_response", _agents.tool_loop_limit())
+        patches.wrap(tools_module, "_execute_single_function_call", _tools.tool_call(recorder))
+        patches.wrap(tools_module, "_ensure_function_invocation_limit_fallback_response", _tools.tool_loop_limit())
 
         # Workflows: runs, routing, fan-in.
         patches.wrap(Workflow, "_run_core", _workflows.workflow_run(recorder, AgentExecutor, WorkflowConvergenceException))
