@@ -332,3 +332,24 @@ print([f"{w.category.__name__}: {w.message}" for w in caught])
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "[]"
+
+
+def test_the_frameworks_spans_to_a_provider_orch_otel_does_not_record_to_are_left_alone(run_python):
+    """instrument(tracer_provider=P) with the app's global provider elsewhere: the
+    framework's spans go to the app's provider, untouched; orch-otel's to P."""
+    code = SPANS + f"""
+import asyncio, sys
+sys.path.insert(0, {TESTS!r})
+from opentelemetry.sdk.trace import TracerProvider
+from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+import maf_apps as apps
+mine = TracerProvider()
+mine_spans = InMemorySpanExporter()
+mine.add_span_processor(SimpleSpanProcessor(mine_spans))
+AgentFrameworkInstrumentor().instrument(tracer_provider=mine)
+asyncio.run(apps.weather_agent().run("weather?"))
+print(sorted({{scope for scope, *_ in spans()}}), sorted({{s.instrumentation_scope.name for s in mine_spans.get_finished_spans()}}))
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "['agent_framework'] ['orch_otel']"

@@ -95,7 +95,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
 
         # The framework's own spans (first: nothing below may make one unsuppressed).
         patches.wrap(importlib.import_module("agent_framework.observability"), "get_tracer",
-                     _builtin.tracer_wrapper(bool(kwargs.get("runtime_spans"))))
+                     _builtin.tracer_wrapper(bool(kwargs.get("runtime_spans")), kwargs.get("tracer_provider")))
 
         # Agents, model calls, tool calls.
         patches.wrap(Agent, "run", _agents.agent_run(recorder))

@@ -22,6 +22,11 @@ name is untouched):
   the hooks sit above the framework's telemetry layers) and drops those made
   outside one (``workflow.build``, a client used directly), which would each
   be a trace of their own.
+
+Both apply only while the global provider (where the framework traces) is
+the one orch-otel records to: given ``instrument(tracer_provider=...)`` of
+another provider, the framework's spans never reach orch-otel's exporters and
+are left exactly as the framework makes them, for the app's own backends.
 """
 
 from __future__ import annotations
@@ -58,12 +63,13 @@ class _InRunTracer(trace.Tracer):
             yield span
 
 
-def tracer_wrapper(keep: bool) -> Any:
-    """A wrapt wrapper of ``agent_framework.observability.get_tracer``."""
+def tracer_wrapper(keep: bool, own_provider: Any = None) -> Any:
+    """A wrapt wrapper of ``agent_framework.observability.get_tracer``;
+    ``own_provider``: the provider orch-otel records to (None: the global one)."""
 
     def get_tracer(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         name = args[0] if args else kwargs.get("instrumenting_module_name", FRAMEWORK_TRACER)
-        if name != FRAMEWORK_TRACER:
+        if name != FRAMEWORK_TRACER or (own_provider is not None and trace.get_tracer_provider() is not own_provider):
             return wrapped(*args, **kwargs)
         return _InRunTracer(wrapped(*args, **kwargs)) if keep else _NOOP
 
