@@ -27,6 +27,7 @@ does not run and is not a target.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -47,24 +48,27 @@ _ORCHESTRATIONS = "agent_framework_orchestrations"
 # pending (its id is stable across checkpoints), a checkpoint a run wrote. Bounded: the oldest go first.
 _RESUMABLE: OrderedDict[str, tuple[str, SpanContext]] = OrderedDict()
 _RESUMABLE_MAX = 4096
+_RESUMABLE_LOCK = threading.Lock()  # runs on several event loops (threads) share it
 
 
 def _remember(keys: list[str], task_id: str, span_context: SpanContext) -> None:
-    for key in keys:
-        _RESUMABLE[key] = (task_id, span_context)
-        _RESUMABLE.move_to_end(key)
-    while len(_RESUMABLE) > _RESUMABLE_MAX:
-        _RESUMABLE.popitem(last=False)
+    with _RESUMABLE_LOCK:
+        for key in keys:
+            _RESUMABLE[key] = (task_id, span_context)
+            _RESUMABLE.move_to_end(key)
+        while len(_RESUMABLE) > _RESUMABLE_MAX:
+            _RESUMABLE.popitem(last=False)
 
 
 def _resumed(responses: Any, checkpoint_id: Any) -> tuple[str, SpanContext] | None:
     """The run that asked what ``responses`` answer (forgotten once answered), else
     the run that wrote the checkpoint ``checkpoint_id``, if this process saw it."""
     found = None
-    for request_id in list(responses or ()):
-        found = _RESUMABLE.pop(f"request:{request_id}", None) or found
-    if found is None and checkpoint_id is not None:
-        found = _RESUMABLE.get(f"checkpoint:{checkpoint_id}")
+    with _RESUMABLE_LOCK:
+        for request_id in list(responses or ()):
+            found = _RESUMABLE.pop(f"request:{request_id}", None) or found
+        if found is None and checkpoint_id is not None:
+            found = _RESUMABLE.get(f"checkpoint:{checkpoint_id}")
     return found
 
 
