@@ -102,12 +102,13 @@ def compare(native: list[dict[str, Any]], foreign: list[dict[str, Any]]) -> dict
 def measure(fixtures: Path = FIXTURES) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the manifest, one row per fixture)."""
     from orch_otel import testing
+    from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
     from orch_otel.integrations.autogen import AutoGenInstrumentor
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
 
     manifest = json.loads((fixtures / MANIFEST).read_text())
     testing.ensure_sdk_provider()
-    instrumentors = [LangGraphInstrumentor(), AutoGenInstrumentor()]
+    instrumentors = [LangGraphInstrumentor(), AutoGenInstrumentor(), AgentFrameworkInstrumentor()]
     for i in instrumentors:
         i.instrument()
     natives: dict[tuple[str, str], dict[str, Any]] = {}

@@ -42,6 +42,7 @@ PEERS = {
     "openllmetry-langchain": "opentelemetry-instrumentation-langchain",
     "autogen-core": "autogen-core",  # AutoGen's own runtime tracing
     "openinference-autogen-agentchat": "openinference-instrumentation-autogen-agentchat",
+    "agent_framework": "agent-framework-core",  # Microsoft Agent Framework's own tracing (its source name)
 }
 # short name -> how the case's truth.app starts (exactly one case matches)
 LANGGRAPH = {
@@ -57,6 +58,15 @@ AUTOGEN = {
     "tool_round_robin": "autogen round robin: a calls get_weather (w1)",
     "society_of_mind": "autogen SocietyOfMind:",
 }
+AGENT_FRAMEWORK = {
+    "agent_tool": "agent framework agent as a tool:",
+    "sequential": "agent framework Sequential:",
+    "concurrent": "agent framework Concurrent",
+    "switch_case": "agent framework switch-case",
+    "handoff": "agent framework Handoff with a termination condition:",
+    "group_chat_manager": "agent framework GroupChat, manager agent:",
+    "magentic": "agent framework Magentic: the manager plans",
+}
 # fixture name -> (peer, cases module, truth.app prefix)
 CASES: dict[str, tuple[str, str, str]] = {
     **{f"openinference_langgraph_{k}": ("openinference-langchain", "fidelity_cases_langgraph", v) for k, v in LANGGRAPH.items()},
@@ -64,6 +74,7 @@ CASES: dict[str, tuple[str, str, str]] = {
     **{f"autogen_core_{k}": ("autogen-core", "fidelity_cases_autogen", v) for k, v in AUTOGEN.items()},
     **{f"openinference_autogen_{k}": ("openinference-autogen-agentchat", "fidelity_cases_autogen", AUTOGEN[k])
        for k in ("selector", "swarm")},
+    **{f"agent_framework_{k}": ("agent_framework", "fidelity_cases_maf", v) for k, v in AGENT_FRAMEWORK.items()},
 }
 PROTOBUF = {"openinference_langgraph_supervisor", "autogen_core_selector"}  # also written as .otlp.pb
 
@@ -113,7 +124,7 @@ def _record(name: str, out_dir: Path) -> None:
         from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
 
         AutogenAgentChatInstrumentor().instrument(tracer_provider=provider)
-    else:  # AutoGen's own runtime tracing takes the global provider
+    else:  # AutoGen's and Agent Framework's own tracing take the global provider
         trace.set_tracer_provider(provider)
     case.run()
     provider.force_flush()

@@ -1,4 +1,4 @@
-"""View-level fidelity: LangGraph and AutoGen apps recorded with content
+"""View-level fidelity: LangGraph, AutoGen and Agent Framework apps recorded with content
 capture on, every dataset view built from the trace, and each view checked
 against the app's truth written by hand (tests/fidelity_views.py)."""
 
@@ -267,3 +267,70 @@ def test_a_planners_send_fanout_is_its_decision_with_its_model_output_as_context
     assert (row["agent"], row["action"]["targets"]) == ("planner", ["worker", "worker", "worker"])
     outputs = [c for c in row["context"] if c["kind"] == "llm_output"]
     assert [o["content"]["content"] for o in outputs] == ["split: a, b, c"]
+
+
+# -- Microsoft Agent Framework (Python >= 3.11) ---------------------------------------------------
+
+
+def _agent_framework():
+    from conftest import need_agent_framework
+
+    need_agent_framework()
+    from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+
+    return AgentFrameworkInstrumentor()
+
+
+def _maf_case(app_prefix: str):
+    from fidelity_cases_maf import CASES
+
+    return next(c for c in CASES if c.truth.app.startswith(app_prefix))
+
+
+def test_agent_framework_parallel_tool_calls_views_are_faithful(tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case("agent framework agent: weather")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    (first, second) = [t for t in views["turns"] if t["agent"] == "weather"]
+    assert [c["id"] for c in first["output_tool_calls"]] == ["w1", "w2"]  # one model turn, two parallel calls
+    assert [(m["role"], m.get("tool_call_id")) for m in second["input_messages"][-2:]] == [
+        ("tool", "w1"), ("tool", "w2")]
+    (row,) = [r for r in views["chat"] if r["agent"] == "weather"]
+    assert [f["function"]["name"] for f in row["tools"]] == ["get_weather"]
+    assert [m["content"] for m in row["messages"] if m.get("trainable")] == ["", "Paris and Rome are sunny."]
+
+
+def test_agent_framework_agent_as_tool_views_are_faithful(tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case("agent framework agent as a tool")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    researcher = next(r for r in views["chat"] if r["agent"] == "researcher")
+    assert [m["content"] for m in researcher["messages"] if m.get("trainable")] == ["", "Oslo is sunny."]
+
+
+def test_agent_framework_sequential_views_are_faithful(tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case("agent framework Sequential")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    reviewer = next(r for r in views["chat"] if r["agent"] == "reviewer")
+    # the drafter's reply is input the reviewer read, in the drafter's name (also in the text, for templates
+    # that drop `name`), never the reviewer's own turn
+    assert reviewer["messages"] == [{"role": "user", "content": "go"},
+                                    {"role": "user", "content": "drafter: a draft", "name": "drafter"},
+                                    {"role": "assistant", "content": "looks good", "trainable": True, "weight": 1}]
+
+
+# Not the Handoff builder here: each of its agents is offered a handoff to every other agent and takes one
+# at most, and view_errors holds that a chat row offers only tools its agent called.
+@pytest.mark.parametrize("app_prefix", [
+    "agent framework Concurrent", "agent framework switch-case", "agent framework GroupChat, manager agent",
+    "agent framework Magentic: the manager plans",
+])
+def test_agent_framework_builder_views_are_faithful(app_prefix, tmp_path):
+    instrumentor = _agent_framework()
+    case = _maf_case(app_prefix)
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []

@@ -176,3 +176,29 @@ def test_a_fault_inside_an_autogen_hook_logs_no_content(lenient, caplog):
     assert stop_reason == "Maximum number of messages 2 reached, current message count: 2"
     assert any("AutoGen hook" in line and "(RuntimeError" in line for line in logged), logged
     assert [line for line in logged if SECRET in line] == []
+
+
+def test_a_fault_inside_an_agent_framework_hook_logs_no_content(lenient, caplog):
+    import asyncio
+
+    from conftest import need_agent_framework
+
+    need_agent_framework()
+    import maf_apps as apps
+
+    from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+
+    async def run_apps():
+        handoff = await apps.handoff().run("my bill")
+        chunks = [u.text async for u in apps.weather_agent().run("weather?", stream=True)]
+        concurrent = await apps.concurrent().run("q")
+        return ([e.type for e in handoff], "".join(chunks),
+                sorted(m.text for m in concurrent.get_outputs()[-1].messages if m.role == "assistant"))
+
+    results, logged = _with_broken_recorder(AgentFrameworkInstrumentor, lambda: asyncio.run(run_apps()), caplog)
+    kinds, streamed, answers = results
+    assert "request_info" in kinds and "handoff_sent" in kinds  # the handoff happened, the user was asked
+    assert streamed == "Paris and Rome are sunny."
+    assert answers == ["maybe", "no", "yes"]
+    assert any("Agent Framework hook" in line and "(RuntimeError" in line for line in logged), logged
+    assert [line for line in logged if SECRET in line] == []

@@ -53,7 +53,7 @@ def test_genai_other_scopes_plain_otel_and_mixed_traces(tmp_path):
     logs = tmp_path / "logs.jsonl"
     logs.write_bytes(
         # a GenAI-convention emitter orch-otel has no reader for by name
-        scoped_line("agent_framework", [span("a", "1", None, **{"gen_ai.operation.name": "invoke_agent"})])
+        scoped_line("google.adk", [span("a", "1", None, **{"gen_ai.operation.name": "invoke_agent"})])
         # an HTTP server span, and a database span under it: no orchestration source, and no run (not written)
         + scoped_line("opentelemetry.instrumentation.flask", [span("b", "1", None)])
         + scoped_line("opentelemetry.instrumentation.sqlite3", [span("b", "2", "1")])

@@ -36,6 +36,7 @@ PUBLIC_MODULES = [
     "orch_otel.integrations.autogen",
     "orch_otel.integrations.autogen.testing",
     "orch_otel.integrations.openai_sdk",
+    "orch_otel.integrations.agent_framework",
 ]
 # `orch_otel.a.b.Name` in backquotes, up to the first character that cannot be part of a dotted name
 DOTTED = re.compile(r"`(orch_otel(?:\.\w+)+)")

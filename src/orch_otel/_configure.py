@@ -66,8 +66,9 @@ def instrument(
     - ``capture_content``: keep message and tool content (default: the
       ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off).
     - ``redactors``: replace the default secret redactor (used when capturing).
-    - ``runtime_spans``: keep AutoGen's runtime messaging spans inside the run's
-      trace instead of suppressing them (``docs/autogen.md``).
+    - ``runtime_spans``: keep AutoGen's runtime messaging spans, and Agent
+      Framework's own spans, inside the run's trace instead of suppressing
+      them (``docs/autogen.md``, ``docs/agent-framework.md``).
     - ``record_for_replay``: keep what ``orch-otel replay`` needs (the run's
       input, prompts, replies, tool results), redacted, in the local content
       store only; spans and OTLP exports carry refs alone (default: the

@@ -14,7 +14,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["ACTIVE", "ModelCall", "NotRecorded", "Served", "Server", "ToolCall"]
+from .vocabulary import Attr
+
+__all__ = ["ACTIVE", "ModelCall", "NotRecorded", "Served", "Server", "ToolCall", "served_model", "served_tool"]
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,24 @@ class Server(Protocol):
 
 
 ACTIVE: ContextVar[Server | None] = ContextVar("orch_otel_replay_server", default=None)
+
+
+def served_model(span: Any) -> Served | None:
+    """The recorded reply for the model call ``span`` records, when a replay is
+    active (its request as the span names it: the prompt's ref, the model)."""
+    server = ACTIVE.get()
+    if server is None:
+        return None
+    attributes = getattr(span, "attributes", None) or {}
+    return server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF),
+                                  model=attributes.get(Attr.REQUEST_MODEL)))
+
+
+def served_tool(span: Any) -> Served | None:
+    """The recorded result for the tool call ``span`` records, when a replay is active."""
+    server = ACTIVE.get()
+    if server is None:
+        return None
+    attributes = getattr(span, "attributes", None) or {}
+    return server.tool(ToolCall(name=str(attributes.get(Attr.TOOL_NAME)), call_id=attributes.get(Attr.TOOL_CALL_ID),
+                                args_ref=attributes.get(Attr.INPUT_REF)))

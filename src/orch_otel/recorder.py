@@ -61,13 +61,14 @@ from .vocabulary import (
 )
 
 __all__ = [
-    "CANCELLED", "ERROR", "HANDOFF", "INTERRUPTED", "NOT_RECORDING", "OK", "STOP_SPAN", "Invocation",
+    "CANCELLED", "DELEGATE_SPAN", "ERROR", "HANDOFF", "INTERRUPTED", "NOT_RECORDING", "OK", "STOP_SPAN", "Invocation",
     "LLMInvocation", "Recorder", "ToolInvocation", "current_agent", "get_recorder", "set_recorder",
 ]
 
 _log = logging.getLogger(__name__)
 
 STOP_SPAN = "orch.stop"  # carries a stop decided by an invocation whose span had ended (Recorder.stop_by)
+DELEGATE_SPAN = "orch.delegate"  # carries a delegation decided by an invocation whose span had ended (Recorder.delegate_by)
 
 
 class Recorder:
@@ -252,18 +253,35 @@ class Recorder:
         a zero-length ``orch.stop`` child span carrying the decision, so the stop
         still belongs to that invocation. The run is not marked stopped: the
         workflow records its own stop."""
-        if agent.context is None:
-            return
         reason = str(reason).strip() or StopReason.END.value
+        span = self._decider_span(agent, STOP_SPAN)
+        if span is not None:
+            decision_event(span, self.content, DecisionKind.STOP, reason=reason, source=source, content=content,
+                           forced=forced)
+            if span is not agent.span:
+                span.end()
+
+    def delegate_by(self, agent: Invocation, target: str | Sequence[str], *, options: Iterable[str] | None = None,
+                    content: Any = None) -> None:
+        """Record a delegation decided by ``agent``'s invocation, whose span may
+        have ended already (a manager agent's choice, acted on after its run):
+        as :meth:`stop_by`, an ended span gets a zero-length ``orch.delegate``
+        child span carrying the decision."""
+        span = self._decider_span(agent, DELEGATE_SPAN)
+        if span is not None:
+            decision_event(span, self.content, DecisionKind.DELEGATE, targets=target, options=options, content=content)
+            if span is not agent.span:
+                span.end()
+
+    def _decider_span(self, agent: Invocation, child_name: str) -> Span | None:
+        """``agent``'s span while it records, else a new zero-length child of it (None if it never started)."""
+        if agent.context is None:
+            return None
         if agent.span.is_recording():
-            decision_event(agent.span, self.content, DecisionKind.STOP, reason=reason, source=source,
-                           content=content, forced=forced)
-            return
+            return agent.span
         if not agent.span.get_span_context().is_valid:
-            return
-        span = self.tracer.start_span(STOP_SPAN, agent.context, SpanKind.INTERNAL)
-        decision_event(span, self.content, DecisionKind.STOP, reason=reason, source=source, content=content, forced=forced)
-        span.end()
+            return None
+        return self.tracer.start_span(child_name, agent.context, SpanKind.INTERNAL)
 
     def message(self, content: Any = None, *, recipients: str | Iterable[str], sender: str | None = None,
                 message_type: str | None = None, span: Span | None = None) -> None:

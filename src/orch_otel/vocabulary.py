@@ -245,6 +245,8 @@ MAX_NAME_CHARS = 256
 """Longest name, reason or id a trace keeps (agent, tool and model names,
 stop reasons, task and call ids, ...): a longer one is cut to this many
 characters, ending in an ellipsis, by the converter and by the HTML view."""
+
+AGENT_FRAMEWORK_SYSTEM = "agent_framework"  # orch.system of Microsoft Agent Framework runs: its import package and tracer name
 HUMAN_AGENT = "human"
 RESUME_LINK = "resume_of"  # Attr.LINK on a resumed run's link to the run it resumes
 

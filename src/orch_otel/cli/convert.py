@@ -87,7 +87,7 @@ def _print_summary(console: Console, s: ConvertSummary, out: str, quarantine: st
         f"(late {s.late}, conflicting {s.conflicts}, in {s.failed_traces} unconvertible trace(s)) "
         f"and {s.bad_records} bad record(s)" + (f" -> {q}" if s.quarantined_spans or s.bad_records else "")
         + (f"\ntraces by source: {by_source}" if by_source else "")
-        + (f"\nagent definitions (create_agent only, not runs) not written: {s.definitions} trace(s), "
+        + (f"\nagent or workflow definitions (create_agent / workflow.build only, not runs) not written: {s.definitions} trace(s), "
            f"{s.definition_spans} span(s)" if s.definitions else "")
         + (f"\nnot orchestration (no orch-otel span: HTTP requests, database calls, ...) not written: "
            f"{s.not_orchestration} trace(s), {s.not_orchestration_spans} span(s)" if s.not_orchestration else ""),

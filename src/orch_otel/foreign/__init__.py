@@ -8,6 +8,7 @@ reads is marked ``implied``; what a source never records is left out.
 
 * :mod:`._langgraph`: OpenInference and OpenLLMetry on LangGraph apps;
 * :mod:`._autogen`: AutoGen's own runtime tracing, its traces stitched per run;
+* :mod:`._agent_framework`: Microsoft Agent Framework's own tracing;
 * :mod:`._genai`: any other GenAI semantic-convention spans.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from ..content import ContentPolicy
 from ..spans import SpanRecord
+from ._agent_framework import is_build, map_agent_framework
 from ._agentchat import SCOPE as AGENTCHAT_SCOPE
 from ._agentchat import map_agentchat
 from ._autogen import RunPool, map_autogen
@@ -22,18 +24,29 @@ from ._genai import DEFINITION_OPS, map_genai
 from ._langchain_views import openinference_view, openllmetry_view
 from ._langgraph import map_langgraph
 from ._native import has_cycle, operation
-from .sources import AUTOGEN, GENAI, MIXED, OPENINFERENCE, OPENLLMETRY, ORCH_OTEL, OTEL, span_source, trace_source
+from .sources import (
+    AGENT_FRAMEWORK,
+    AUTOGEN,
+    GENAI,
+    MIXED,
+    OPENINFERENCE,
+    OPENLLMETRY,
+    ORCH_OTEL,
+    OTEL,
+    span_source,
+    trace_source,
+)
 
 __all__ = ["AUTOGEN", "MIXED", "SOURCES", "RunPool", "is_definition", "map_trace", "source_of", "trace_source"]
 
-SOURCES = ("auto", ORCH_OTEL, OPENINFERENCE, OPENLLMETRY, AUTOGEN, GENAI)  # what --source takes
+SOURCES = ("auto", ORCH_OTEL, OPENINFERENCE, OPENLLMETRY, AUTOGEN, AGENT_FRAMEWORK, GENAI)  # what --source takes
 
 
 def map_trace(spans: list[SpanRecord], source: str, policy: ContentPolicy | None = None,
               notes: list[str] | None = None) -> list[SpanRecord]:
     """``spans`` (one trace) read as ``source`` wrote them; orch-otel's own and plain OTel pass unchanged.
     A trace whose parent links loop is left as plain spans (said in ``notes``): no mapper guesses its tree."""
-    if source not in (OPENINFERENCE, OPENLLMETRY, AUTOGEN, GENAI):
+    if source not in (OPENINFERENCE, OPENLLMETRY, AUTOGEN, AGENT_FRAMEWORK, GENAI):
         return spans
     if has_cycle(spans):
         if notes is not None:
@@ -47,6 +60,8 @@ def map_trace(spans: list[SpanRecord], source: str, policy: ContentPolicy | None
         return map_langgraph(spans, openllmetry_view, source, policy)
     if source == AUTOGEN:
         return map_autogen(spans, source, policy)
+    if source == AGENT_FRAMEWORK:
+        return map_agent_framework(spans, source, policy)
     if source == GENAI:
         return map_genai(spans, source, policy)
     return spans
@@ -54,8 +69,9 @@ def map_trace(spans: list[SpanRecord], source: str, policy: ContentPolicy | None
 
 def is_definition(spans: list[SpanRecord]) -> bool:
     """A trace that only defines agents (``create_agent`` at build time, as
-    OpenLLMetry and AutoGen log them): not a run, so not a trace to train on."""
-    return all(operation(s.attributes) in DEFINITION_OPS for s in spans) and bool(spans)
+    OpenLLMetry and AutoGen log them) or a workflow (Agent Framework's
+    ``workflow.build``): not a run, so not a trace to train on."""
+    return (all(operation(s.attributes) in DEFINITION_OPS for s in spans) and bool(spans)) or is_build(spans)
 
 
 def source_of(spans: list[SpanRecord], forced: str = "auto") -> tuple[str, str]:

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from ..spans import SpanRecord
 from ..vocabulary import INSTRUMENTATION_NAME, Attr, Operation
 
-ORCH_OTEL, OPENINFERENCE, OPENLLMETRY, AUTOGEN, GENAI, OTEL, MIXED = (
-    "orch-otel", "openinference", "openllmetry", "autogen", "genai", "otel", "mixed")
+ORCH_OTEL, OPENINFERENCE, OPENLLMETRY, AUTOGEN, AGENT_FRAMEWORK, GENAI, OTEL, MIXED = (
+    "orch-otel", "openinference", "openllmetry", "autogen", "agent_framework", "genai", "otel", "mixed")
 
-_BY_SCOPE = {INSTRUMENTATION_NAME: ORCH_OTEL, "autogen-core": AUTOGEN}
+_BY_SCOPE = {INSTRUMENTATION_NAME: ORCH_OTEL, "autogen-core": AUTOGEN, "agent_framework": AGENT_FRAMEWORK}
 _SCOPE_PREFIXES = (
     ("openinference.instrumentation.", OPENINFERENCE),
     ("opentelemetry.instrumentation.langchain", OPENLLMETRY),
@@ -64,7 +64,7 @@ def _scope_source(scope: str) -> str:
 def trace_source(spans: Iterable[SpanRecord]) -> str:
     """The source of one trace: the one orchestration source its spans name,
     ``mixed`` for more than one, ``genai`` for GenAI-convention spans of
-    another scope (Agent Framework, ADK, pydantic-ai, ...), else ``otel``."""
+    another scope (Google ADK, pydantic-ai, ...), else ``otel``."""
     found: set[str] = set()
     genai = False
     for span in spans:

@@ -1,8 +1,8 @@
 """Forks: where a recorded decision can be changed, and how.
 
 A decision a model made (a handoff or delegation tool call, a selector's
-answer naming the next speaker, an answer with no handoff that ended the
-run) is forced the way the model would have made the other choice: the
+answer naming the next speaker, a manager's JSON answer naming it, an answer
+with no handoff that ended the run) is forced the way the model would have made the other choice: the
 reply served at the fork is the recorded one with the choice changed, and
 the framework then acts on it with its own machinery (the handoff tool's
 ``Command``, the selector's speaker, the agent's end of turn). The handoff
@@ -235,6 +235,9 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
             call["name"] = tool_for[_norm(choose)]
             return {**output, "tool_calls": [call, *others]}
         text = output.get("content")
+        chosen = _json_choice(text, choose) if isinstance(text, str) else None
+        if chosen is not None:  # a manager's JSON answer naming the next speaker
+            return {**output, "content": chosen}
         if isinstance(text, str) and recorded and any(t in text for t in recorded):  # a selector's answer
             return {**output, "content": choose}
         return _no_choice(output, event_id)
@@ -244,6 +247,27 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
         raise ForkError(f"the model reply that made {event_id} ({model['id']}) is not in the recording's content")
     rewrite(orjson.loads(reply))  # a fork that cannot be made fails here, before the app runs
     return ForkPlan(event, index, model_index, recorded, [] if choose == STOP else [choose], rewrite=rewrite)
+
+
+def _json_choice(text: str, choose: str) -> str | None:
+    """``text`` with its ``next_speaker`` changed to ``choose``, if it is a JSON
+    object with one: Agent Framework's GroupChat manager answers
+    ``{"next_speaker": name, ...}``, its Magentic ledger
+    ``{"next_speaker": {"answer": name, ...}, ...}``; None otherwise."""
+    try:
+        answer = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(answer, dict) or "next_speaker" not in answer:
+        return None
+    speaker = answer["next_speaker"]
+    if isinstance(speaker, dict) and "answer" in speaker:
+        answer["next_speaker"] = {**speaker, "answer": choose}
+    elif isinstance(speaker, str):
+        answer["next_speaker"] = choose
+    else:
+        return None
+    return orjson.dumps(answer).decode()
 
 
 def _no_choice(output: Any, event_id: str) -> Any:

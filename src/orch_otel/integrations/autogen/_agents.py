@@ -14,9 +14,10 @@ from typing import Any
 
 from opentelemetry import trace
 
+from ..._serving import served_tool
 from ...recorder import Recorder
-from ._served import served_tool
-from ._state import arg, recording, telemetry_failed
+from .._calls import arg
+from ._state import recording, telemetry_failed
 from ._workbenches import called_as, inside_workbench_call
 
 

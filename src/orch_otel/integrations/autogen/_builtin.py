@@ -26,7 +26,8 @@ from typing import Any, Literal
 
 from opentelemetry import trace
 
-from ._state import RUNS, attached
+from .._calls import attached
+from ._state import RUNS
 
 
 class _NoSpan:

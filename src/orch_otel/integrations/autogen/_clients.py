@@ -17,14 +17,16 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ..._serving import served_model
 from ...recorder import Recorder
 from ...vocabulary import function_tool
+from .._calls import arg
 from .._patch import Patches
 from .._providers import endpoint_provider
 from . import _openai
 from ._firstsight import ClassPatcher
-from ._served import create_result, replaying, served_model
-from ._state import LLM_KEY, ModelCall, arg, telemetry_failed
+from ._served import create_result, replaying
+from ._state import LLM_KEY, ModelCall, telemetry_failed
 
 _PROVIDERS = (  # (fragment of "module.Class", gen_ai.provider.name)
     ("AzureOpenAI", "azure.ai.openai"),

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...recorder import Recorder
+from .._calls import arg, attached
 from . import _stops
-from ._state import RunState, arg, attached, state_of, telemetry_failed
+from ._state import RunState, state_of, telemetry_failed
 
 
 def _message_content(message: Any) -> Any:

@@ -21,9 +21,10 @@ from ..._invocation import CANCELLED, ERROR, OK
 from ..._task import current_task_id
 from ...recorder import Recorder
 from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
+from .._calls import arg, attached
 from ._clients import agent_provider
 from ._firstsight import Sightings
-from ._state import RUNS, SYSTEM, RunState, arg, attached, current_state, telemetry_failed
+from ._state import RUNS, SYSTEM, RunState, current_state, telemetry_failed
 
 
 def _finish(recorder: Recorder, state: RunState, error: BaseException | None, result_reason: str | None) -> None:

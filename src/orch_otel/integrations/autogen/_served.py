@@ -11,32 +11,11 @@ from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 from autogen_core.tools import TextResultContent, ToolResult
 
-from ..._serving import ACTIVE, ModelCall, Served, ToolCall
-from ...vocabulary import Attr
+from ..._serving import ACTIVE, Served
 
 
 def replaying() -> bool:
     return ACTIVE.get() is not None
-
-
-def served_model(span: Any) -> Served | None:
-    """The recorded reply for the model call ``span`` records, when a replay is active."""
-    server = ACTIVE.get()
-    if server is None:
-        return None
-    attributes = getattr(span, "attributes", None) or {}
-    return server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF),
-                                  model=attributes.get(Attr.REQUEST_MODEL)))
-
-
-def served_tool(span: Any) -> Served | None:
-    """The recorded result for the tool call ``span`` records, when a replay is active."""
-    server = ACTIVE.get()
-    if server is None:
-        return None
-    attributes = getattr(span, "attributes", None) or {}
-    return server.tool(ToolCall(name=str(attributes.get(Attr.TOOL_NAME)), call_id=attributes.get(Attr.TOOL_CALL_ID),
-                                args_ref=attributes.get(Attr.INPUT_REF)))
 
 
 def create_result(served: Served) -> CreateResult:

@@ -109,31 +109,8 @@ def state_of(agent: Any) -> RunState | None:
         return None
 
 
-class attached:
-    """Make ``ctx`` current for a block (a tiny, allocation-light context manager)."""
-
-    __slots__ = ("_ctx", "_token")
-
-    def __init__(self, ctx: otel_context.Context) -> None:
-        self._ctx = ctx
-        self._token: object | None = None
-
-    def __enter__(self) -> None:
-        self._token = otel_context.attach(self._ctx)
-
-    def __exit__(self, *exc: Any) -> None:
-        otel_context.detach(self._token)  # type: ignore[arg-type]
-
-
 def recording() -> bool:
     return trace.get_current_span().is_recording()
-
-
-def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any = None) -> Any:
-    """A wrapped call's argument, passed by position or by keyword."""
-    if len(args) > index:
-        return args[index]
-    return kwargs.get(name, default)
 
 
 def telemetry_failed(where: str) -> None:

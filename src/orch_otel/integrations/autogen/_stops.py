@@ -29,7 +29,8 @@ from autogen_agentchat import conditions as _c
 from autogen_agentchat.messages import HandoffMessage, StopMessage, TextMessage, ToolCallExecutionEvent
 from autogen_agentchat.teams._group_chat._graph._digraph_group_chat import _DIGRAPH_STOP_MESSAGE
 
-from ._state import RunState, arg, current_state, telemetry_failed
+from .._calls import arg
+from ._state import RunState, current_state, telemetry_failed
 
 FORCED_CONDITIONS = frozenset({
     "MaxMessageTermination", "TokenUsageTermination", "TimeoutTermination", "ExternalTermination",

@@ -17,12 +17,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from ..._invocation import ERROR, OK
+from ..._serving import served_tool
 from ...recorder import Recorder
+from .._calls import arg
 from .._patch import Patches
 from . import _builtin
 from ._firstsight import ClassPatcher
-from ._served import served_tool, tool_result
-from ._state import arg, recording, telemetry_failed
+from ._served import tool_result
+from ._state import recording, telemetry_failed
 
 WORKBENCH_CALL = otel_context.create_key("orch_otel.autogen.workbench_call")
 CALLED_AS = otel_context.create_key("orch_otel.autogen.called_as")
