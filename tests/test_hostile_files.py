@@ -32,6 +32,20 @@ BIN = Path(sys.executable).parent / "orch-otel"
 _NOT_SET = {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER"}
 
 
+# The command runs under a small launcher that forks it and reports its own peak RSS: measured from this
+# (large) pytest process directly, the peak would include the parent's memory, which a forked child holds
+# until it execs (Linux keeps that high-water mark across exec).
+_LAUNCH = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "with open(sys.argv[1], 'w') as f:\n"
+    "    f.write(f'{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}')\n"
+)
+
+
 def run(*args: str, cwd: Path, limit: int = LIMIT) -> tuple[int, str, str, int]:
     """(exit code, stdout, stderr, peak RSS in KB) of one ``orch-otel`` command, under umask 022."""
     env = {k: v for k, v in os.environ.items() if k not in _NOT_SET}
@@ -41,19 +55,22 @@ def run(*args: str, cwd: Path, limit: int = LIMIT) -> tuple[int, str, str, int]:
         os.umask(0o022)
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a regression fails, it does not eat the machine
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([str(BIN), *args], cwd=cwd, env=env, stdout=out, stderr=err, preexec_fn=setup)
-        guard = threading.Timer(300, proc.kill)  # against a hang, not a measure: these take seconds
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as where:
+        report = Path(where) / "exit-and-peak"
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCH, str(report), str(BIN), *args], cwd=cwd, env=env,
+                                stdout=out, stderr=err, preexec_fn=setup, start_new_session=True)
+        guard = threading.Timer(300, os.killpg, (proc.pid, signal.SIGKILL))  # against a hang, not a measure
         guard.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not the largest of all children
+            proc.wait()
         finally:
             guard.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        assert proc.returncode != -signal.SIGKILL, f"orch-otel {' '.join(args)} did not finish: it hangs on a hostile file"
+        assert report.exists(), f"orch-otel {' '.join(args)} did not finish: it hangs on a hostile file"
+        code, peak = (int(word) for word in report.read_text().split())
+        assert code != -signal.SIGKILL, f"orch-otel {' '.join(args)} did not finish: it hangs on a hostile file"
         out.seek(0)
         err.seek(0)
-        return proc.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss
+        return code, out.read().decode(), err.read().decode(), peak
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,9 @@ T0 = 1_700_000_000_000_000_000
 EXACT = Options(linger=10**9, max_open_traces=10**9)  # the local engine holding every trace to the end: exact grouping
 
 
+RUN = {"gen_ai.operation.name": "invoke_workflow"}  # orch-otel's: a run (spans with none are not written)
+
+
 def _sorted_lines(path) -> list[bytes]:
     return sorted(path.read_bytes().splitlines()) if path.exists() else []
 
@@ -48,8 +51,8 @@ def test_ray_output_equals_local_output(ray_cluster, tmp_path, small_ranges):
     with open(logs / "a.json", "ab") as f:
         f.write(b"{broken\n")
     tid = "0af7651916cd43dd8448eb211c80319c"
-    child = SpanRecord(tid, "1000000000000002", "1000000000000001", "c", T0, T0 + 1)
-    changed = SpanRecord(tid, "1000000000000002", "1000000000000001", "other", T0, T0 + 1)
+    child = SpanRecord(tid, "1000000000000002", "1000000000000001", "c", T0, T0 + 1, attributes=RUN)
+    changed = SpanRecord(tid, "1000000000000002", "1000000000000001", "other", T0, T0 + 1, attributes=RUN)
     (logs / "c.json").write_bytes(otlp_line([child, child, changed]))  # no root; one duplicate, one conflict
     (logs / "d.json.zst").write_bytes(zstd((logs / "a.json").read_bytes()))  # read whole: every span a duplicate
 
@@ -60,7 +63,8 @@ def test_ray_output_equals_local_output(ray_cluster, tmp_path, small_ranges):
 
 def test_problems_keep_their_file_and_line_across_byte_ranges(ray_cluster, tmp_path, small_ranges):
     tid = "1" * 32
-    spans = [SpanRecord(tid, f"{n:016x}", None if n == 1 else "0000000000000001", f"s{n}", T0, T0 + n) for n in range(1, 30)]
+    spans = [SpanRecord(tid, f"{n:016x}", None if n == 1 else "0000000000000001", f"s{n}", T0, T0 + n, attributes=RUN)
+             for n in range(1, 30)]
     good = [otlp_line([s]) for s in spans]
     bad_span = orjson.loads(otlp_line([spans[0]]))
     bad_span["resourceSpans"][0]["scopeSpans"][0]["spans"].insert(0, {"traceId": tid, "spanId": "2" * 16,
