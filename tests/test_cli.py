@@ -136,9 +136,26 @@ def test_demo_falls_back_to_the_decorator_app_without_langgraph(monkeypatch):
     from orch_otel.cli import demo as demo_command
 
     monkeypatch.setitem(sys.modules, "orch_otel.integrations.langgraph.demo", None)  # import raises ImportError
-    console = Console(record=True)
+    console = Console(record=True, width=200)
     assert demo_command._demo_app(console) is decorator_demo.run
-    assert "LangGraph is not installed" in console.export_text()
+    assert "LangGraph is not installed: pip install 'orch-otel[langgraph,examples]'" in console.export_text()
+
+
+def test_demo_names_langchain_when_only_the_langgraph_extra_is_installed(monkeypatch):
+    # [langgraph,cli] has LangGraph but not langchain (create_agent): the message must say so, extra included
+    from rich.console import Console
+
+    from orch_otel import demo as decorator_demo
+    from orch_otel.cli import demo as demo_command
+
+    monkeypatch.delitem(sys.modules, "orch_otel.integrations.langgraph.demo", raising=False)
+    monkeypatch.setitem(sys.modules, "langchain.agents", None)  # import raises ImportError naming it
+    console = Console(record=True, width=200)
+    assert demo_command._demo_app(console) is decorator_demo.run
+    text = console.export_text()
+    assert "the LangGraph demo needs langchain, which is not installed" in text
+    assert "pip install 'orch-otel[langgraph,examples]'" in text
+    assert "LangGraph is not installed" not in text
 
 
 @pytest.mark.parametrize("argv, usage, named", [
