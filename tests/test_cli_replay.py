@@ -150,3 +150,18 @@ def test_another_app_exits_1_with_the_first_difference(recorded, tmp_path):
     done = cli("replay", str(recorded / "orch-traces"), "--app", "other:factory", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "diverged" in done.stdout and "first difference: event e" in done.stdout
+
+
+def test_a_run_of_another_framework_exits_2_naming_both(recorded, tmp_path):
+    # a folder of traces often holds several apps' runs: a LangGraph run given an AutoGen team says so
+    (tmp_path / "team.py").write_text(
+        "from autogen_agentchat.agents import AssistantAgent\n"
+        "from autogen_agentchat.teams import RoundRobinGroupChat\n"
+        "from autogen_ext.models.replay import ReplayChatCompletionClient\n\n"
+        "def factory():\n"
+        "    return RoundRobinGroupChat([AssistantAgent('a', model_client=ReplayChatCompletionClient(['hi']))],"
+        " max_turns=1)\n")
+    done = cli("replay", str(recorded / "orch-traces"), "--app", "team:factory", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is a run of a LangGraph app, and the app given is an AutoGen one" in done.stderr
+    assert "--trace-id ID picks one run" in done.stderr
