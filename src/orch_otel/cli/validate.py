@@ -9,7 +9,7 @@ import sys
 from rich.console import Console
 
 from .._validation import trace_errors
-from ..tracefiles import read_lines, trace_files
+from ..tracefiles import SPAN_LOG_LINE, read_lines, trace_files
 from .options import EXIT_INVALID, EXIT_OK
 from .options import EXIT_USAGE as EXIT_NO_INPUT
 
@@ -24,6 +24,10 @@ def run_validate(paths: list[str]) -> int:
     for path in (p for p in files if p.is_file()):
         for line in read_lines(path):
             traces += 1
+            if line.error == SPAN_LOG_LINE:  # a whole span log given by mistake: one line for the file, not per span
+                bad += 1
+                print(f"{path}:{line.lineno}: {line.error}; the rest of this file is not read", file=sys.stderr)
+                break
             errors = [line.error] if line.error else trace_errors(line.trace or {})
             if errors:
                 bad += 1
