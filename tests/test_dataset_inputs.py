@@ -142,8 +142,9 @@ def test_cli_errors_are_clear(runs, tmp_path, capsys):
     src, _ = runs
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat", "--strict"]) == 1
     assert "needs captured content" in capsys.readouterr().err
-    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 0  # skipped and named
-    assert "traces skipped (no captured content)" in capsys.readouterr().out
+    # every trace lacks content: no row to write, so not a success (docs/datasets.md, Without captured content)
+    assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 1
+    assert "none of the 2 trace(s) read has the captured content the chat view needs" in capsys.readouterr().err
     bad = tmp_path / "o.jsonl"
     bad.write_text('{"task_id": "calc-ok", "success": "maybe"}\n')
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "turns", "--outcomes", str(bad)]) == 2
