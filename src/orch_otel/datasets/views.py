@@ -248,7 +248,7 @@ def offered_tools(store: ContentIndex, ref: str | None) -> list[dict[str, Any]]:
     return out
 
 
-TRAINABLE = {"trainable": True, "weight": 1}  # verl / prime-rl read trainable; OpenAI fine-tuning reads weight
+TRAINABLE = {"trainable": True, "weight": 1}  # OpenAI fine-tuning reads weight; no trainer checked reads trainable (docs/datasets.md)
 CONTEXT = {"trainable": False, "weight": 0}
 
 
