@@ -304,7 +304,10 @@ def _result(runs: Sequence[dict[str, Any]], scripts: Sequence[Script], new: list
             took = marked is not None and marked.get("decision") == "stop"
         if divergence is None and not took:
             index = branch["events"].index(marked) if marked is not None else fork_plan.model_index
-            why = (f"the routing function {fork_plan.route.router!r} declares no route to "
+            raised = errors[-1] if errors and (marked is None or marked.get("reason") == "error") else None
+            why = (f"the app's run raised {raised} there (a model or tool it called after the fork failed)"
+                   if raised is not None else
+                   f"the routing function {fork_plan.route.router!r} declares no route to "
                    f"{fork_plan.route.target!r} (its path map has no label for it)" if fork_plan.route is not None
                    else "the app decided otherwise after the served reply (its routing does not follow the "
                         "model's answer)")
