@@ -151,3 +151,17 @@ def test_cli_errors_are_clear(runs, tmp_path, capsys):
     assert "field 'success': 'maybe' is not a number" in capsys.readouterr().err
     assert main(["dataset", str(tmp_path / "nope"), "-o", str(tmp_path), "--view", "turns"]) == 2  # no input
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_an_output_named_like_a_file_is_refused(runs, tmp_path, capsys):
+    # convert's -o is a file, dataset's a folder: `-o decisions.jsonl` would make a folder decisions.jsonl/
+    src, _ = runs
+    out = tmp_path / "decisions.jsonl"
+    assert main(["dataset", str(src), "-o", str(out), "--view", "decisions"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "-o names the folder to write into (the rows go to OUTDIR/decisions.jsonl)" in err
+    assert f"use -o {tmp_path / 'decisions'}" in err
+    assert not out.exists()
+    out.mkdir()  # an existing folder of that name is the user's choice
+    assert main(["dataset", str(src), "-o", str(out), "--view", "decisions"]) == 0
+    assert (out / "decisions.jsonl").is_file()

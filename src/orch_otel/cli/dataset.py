@@ -92,6 +92,15 @@ def run(args: argparse.Namespace) -> int:
     )
 
     console = Console(stderr=True)
+    out = Path(args.output)
+    if out.suffix in (".jsonl", ".json", ".parquet", ".csv") and not out.is_dir():
+        # convert's -o is a file, this one a folder: a file name here would become a folder of that name
+        from ..datasets.writers import output_path
+
+        console.print(f"[red]error:[/red] -o names the folder to write into (the rows go to "
+                      f"{output_path(Path('OUTDIR'), args.view, args.format)}); {escape(args.output)} looks like a file "
+                      f"name: use -o {escape(str(out.with_suffix('')))}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     try:
         config = Config(
             view=args.view,
