@@ -15,7 +15,7 @@ from conftest import check_trace, decisions_of, instrumentor_fixture
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.autogen.testing import MODEL_INFO
 from orch_otel.recorder import get_recorder
-from orch_otel.replaying import ForkError, MissingContent, orchestration, replay
+from orch_otel.replaying import ForkError, MissingContent, options_at, orchestration, replay
 
 TIMEOUT = 20
 
@@ -175,6 +175,17 @@ def test_fork_continue_goes_on_past_a_recorded_stop(captured, monkeypatch):
     assert result.equal  # the prefix, before the check, is the recorded one
     assert len(decisions_of(branch, "delegate")) > len(decisions_of(trace, "delegate"))
     assert decisions_of(branch, "delegate")[2]["fork"]["forced"] == ["continue"]
+
+
+def test_a_participants_stop_points_to_the_teams_stop_to_fork(captured, monkeypatch):
+    """coder's TERMINATE is recorded as coder's stop (by TextMentionTermination) and as the team's: only the
+    team's check can be forced, and the error for coder's says which event that is."""
+    trace, contents = record("selector_team", captured, monkeypatch)
+    coder_stop = next(d for d in decisions_of(trace, "stop") if d["agent"] == "coder")
+    team_stop = next(d for d in decisions_of(trace, "stop") if d["agent"] == "SelectorGroupChat")
+    with pytest.raises(ForkError, match=f"the team's stop for that reason is {team_stop['id']}: fork there with "
+                                        "--choose continue"):
+        options_at(trace, contents, coder_stop["id"])  # what --choose-each asks first
 
 
 def test_a_stop_the_team_decided_itself_cannot_be_continued(captured, monkeypatch):

@@ -159,7 +159,8 @@ def _deciding_model(trace: dict[str, Any], event: dict[str, Any], index: int) ->
     event_id, events = event["id"], trace["events"]
     if event["decision"] == DecisionKind.STOP.value and event.get("source") != "answer":
         raise ForkError(f"event {event_id} (stop by {event.get('instance')}, {event.get('reason')!r}) was not made by "
-                        f"a model call or a routing function but by {event.get('source') or 'the framework'}{_HINT}")
+                        f"a model call or a routing function but by {event.get('source') or 'the framework'}"
+                        f"{_team_stop_hint(trace, event, index)}{_HINT}")
     instance = event.get("instance")
     model = next((e for e in reversed(events[:index]) if e["type"] == EventKind.MESSAGE.value
                   and e.get("channel") == Channel.LLM.value and e.get("instance") == instance), None)
@@ -167,6 +168,16 @@ def _deciding_model(trace: dict[str, Any], event: dict[str, Any], index: int) ->
         raise ForkError(f"event {event_id} ({event['decision']} by {instance}) was not made by a model call or a "
                         f"routing function{_HINT}")
     return model
+
+
+def _team_stop_hint(trace: dict[str, Any], event: dict[str, Any], index: int) -> str:
+    """A participant's stop that an AutoGen termination condition recorded: the team's own stop,
+    for the same reason, is the one a fork can change."""
+    for later, other in enumerate(trace["events"][index + 1:], start=index + 1):
+        if other.get("decision") == DecisionKind.STOP.value and other.get("reason") == event.get("reason") \
+                and other.get("instance") != event.get("instance") and _team_check(trace, other, later) is not None:
+            return f" (the team's stop for that reason is {other['id']}: fork there with --choose {CONTINUE})"
+    return ""
 
 
 _HINT = (": a fork forces a model's handoff tool call, a selector's answer, a LangGraph routing function's result "
