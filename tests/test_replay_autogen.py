@@ -188,6 +188,17 @@ def test_a_participants_stop_points_to_the_teams_stop_to_fork(captured, monkeypa
         options_at(trace, contents, coder_stop["id"])  # what --choose-each asks first
 
 
+def test_the_teams_recorded_stop_is_a_branch_beside_continue(captured, monkeypatch):
+    trace, contents = record("selector_team", captured, monkeypatch)
+    stop = next(d for d in decisions_of(trace, "stop") if d["agent"] == "SelectorGroupChat")
+    assert options_at(trace, contents, stop["id"]) == ["stop", "continue"]
+    kept = replay(trace, raising_app("selector_team", monkeypatch), contents=contents, fork=stop["id"], choose="stop")
+    assert kept.equal and kept.live == 0  # every call served: the run as recorded
+    (forked,) = [e for e in check_trace(kept.trace)["events"] if e.get("fork")]
+    assert (forked["id"], forked["agent"], forked["decision"], forked["fork"]["forced"]) == \
+        (stop["id"], "SelectorGroupChat", "stop", [])
+
+
 def test_a_stop_the_team_decided_itself_cannot_be_continued(captured, monkeypatch):
     trace, contents = record("graph_flow", captured, monkeypatch)
     (stop,) = [d for d in decisions_of(trace, "stop") if d["agent"] == "GraphFlow"]
