@@ -136,9 +136,26 @@ def test_demo_falls_back_to_the_decorator_app_without_langgraph(monkeypatch):
     from orch_otel.cli import demo as demo_command
 
     monkeypatch.setitem(sys.modules, "orch_otel.integrations.langgraph.demo", None)  # import raises ImportError
-    console = Console(record=True)
+    console = Console(record=True, width=200)
     assert demo_command._demo_app(console) is decorator_demo.run
-    assert "LangGraph is not installed" in console.export_text()
+    assert "LangGraph is not installed: pip install 'orch-otel[langgraph,examples]'" in console.export_text()
+
+
+def test_demo_names_langchain_when_only_the_langgraph_extra_is_installed(monkeypatch):
+    # [langgraph,cli] has LangGraph but not langchain (create_agent): the message must say so, extra included
+    from rich.console import Console
+
+    from orch_otel import demo as decorator_demo
+    from orch_otel.cli import demo as demo_command
+
+    monkeypatch.delitem(sys.modules, "orch_otel.integrations.langgraph.demo", raising=False)
+    monkeypatch.setitem(sys.modules, "langchain.agents", None)  # import raises ImportError naming it
+    console = Console(record=True, width=200)
+    assert demo_command._demo_app(console) is decorator_demo.run
+    text = console.export_text()
+    assert "the LangGraph demo needs langchain, which is not installed" in text
+    assert "pip install 'orch-otel[langgraph,examples]'" in text
+    assert "LangGraph is not installed" not in text
 
 
 @pytest.mark.parametrize("argv, usage, named", [
@@ -161,3 +178,26 @@ def test_abbreviated_options_still_work(tmp_path, capsys):
     assert main(["dataset", str(tmp_path / "none"), "-o", str(tmp_path / "out"), "--vi", "decisions", "--form", "jsonl"]) == 2
     err = capsys.readouterr().err
     assert "no such file" in err and "unknown option" not in err
+
+
+SPAN_LOGS = {  # what `orch-otel convert` reads, written by hand as a collector and a span dump write them
+    "otlp.jsonl": [{"resourceSpans": [{"resource": {}, "scopeSpans": []}]}],
+    "spans.jsonl": [{"trace_id": "ab" * 16, "span_id": "cd" * 8, "parent_id": None, "name": "invoke_agent writer",
+                     "start_ns": 1, "end_ns": 2, "status": "ok", "attributes": {}, "events": [], "links": []}] * 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPAN_LOGS))
+def test_a_span_log_given_for_traces_says_to_convert_it(tmp_path, name, capsys):
+    # both are *.jsonl beside the traces: validate, show and dataset say what the file is, once per file for validate
+    log = tmp_path / name
+    log.write_text("".join(json.dumps(record) + "\n" for record in SPAN_LOGS[name]))
+    hint = "a span log line (OTLP JSON or a span dump), not a trace: span logs are what `orch-otel convert LOG"
+    assert main(["validate", str(log)]) == 1
+    err = capsys.readouterr().err
+    assert err.count(hint) == 1 and "is a required property" not in err
+    assert main(["show", str(log)]) == 1  # lines read, none a trace
+    assert hint in capsys.readouterr().err
+    assert main(["dataset", str(log), "-o", str(tmp_path / "out"), "--view", "decisions"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{log}:1: {hint}" in err and "task_id: missing" not in err

@@ -62,7 +62,9 @@ def recorded(tmp_path_factory) -> Path:
     (folder / "then_module.py").write_text(
         "from orch_otel.replaying import ModelCall\n\n"
         "def canned(call):\n"
-        "    return {'role': 'ai', 'content': 'canned'} if isinstance(call, ModelCall) else None\n")
+        "    return {'role': 'ai', 'content': 'canned'} if isinstance(call, ModelCall) else None\n\n"
+        "def down(call):\n"
+        "    raise ConnectionError('model server down')\n")
     env = {"ORCH_OTEL_RECORD_FOR_REPLAY": "true", "ORCH_OTEL_TRACE_DIR": str(folder / "orch-traces"),
            "PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS)}
     done = subprocess.run([sys.executable, "-c", RECORD], capture_output=True, text=True, cwd=folder, env=env,
@@ -150,3 +152,33 @@ def test_another_app_exits_1_with_the_first_difference(recorded, tmp_path):
     done = cli("replay", str(recorded / "orch-traces"), "--app", "other:factory", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "diverged" in done.stdout and "first difference: event e" in done.stdout
+
+
+def test_a_run_of_another_framework_exits_2_naming_both(recorded, tmp_path):
+    # a folder of traces often holds several apps' runs: a LangGraph run given an AutoGen team says so
+    (tmp_path / "team.py").write_text(
+        "from autogen_agentchat.agents import AssistantAgent\n"
+        "from autogen_agentchat.teams import RoundRobinGroupChat\n"
+        "from autogen_ext.models.replay import ReplayChatCompletionClient\n\n"
+        "def factory():\n"
+        "    return RoundRobinGroupChat([AssistantAgent('a', model_client=ReplayChatCompletionClient(['hi']))],"
+        " max_turns=1)\n")
+    done = cli("replay", str(recorded / "orch-traces"), "--app", "team:factory", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is a run of a LangGraph app, and the app given is an AutoGen one" in done.stderr
+    assert "--trace-id ID picks one run" in done.stderr
+
+
+def test_a_branch_whose_app_raised_says_so(recorded, tmp_path):
+    # after the fork the app's own models run; when they fail the branch is still written, and the report says so
+    (old,) = traces_in(recorded / "orch-traces")
+    first = next(e for e in old["events"] if e.get("decision") == "delegate")
+    done = cli("replay", "orch-traces", "--app", "myapp:factory", "--fork", first["id"], "--choose",
+               "research_expert", "--then", "then_module:down", "-o", str(tmp_path), cwd=recorded)
+    # the model fails at once, so the forced delegation never happens: a divergence that names the exception
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "the forced option did not take: the app's run raised ConnectionError there" in out
+    assert "its routing does not follow" not in out
+    assert "note: the app's run raised ConnectionError; the new trace records it (stop reason: error)" in out
+    assert "model server down" not in out  # the type only: an exception message may carry content

@@ -18,7 +18,7 @@ import pytest
 from fixtures.branches import make_branches
 
 from orch_otel.cli import main
-from orch_otel.datasets import Config, ContentMissing, NoBranches, build
+from orch_otel.datasets import Config, ContentMissing, NoBranches, NoPairs, build
 
 
 @pytest.fixture(scope="module")
@@ -233,8 +233,42 @@ def test_a_branch_without_a_reward_gets_no_advantage_and_no_pair(runs, tmp_path)
     assert (by["b-stop-unrewarded"]["advantage"], by["b-stop-unrewarded"]["advantage_normalized"]) == (None, None)
     # the group counts both branches, its statistics only the rewarded one
     assert (by["b-stop"]["group_size"], by["b-stop"]["group_mean"], by["b-stop"]["advantage"]) == (2, 0.5, 0.0)
-    summary = build([tmp_path / "in"], tmp_path / "out", Config(view="preferences"))
-    assert summary.rows_written == 0 and summary.groups == 1
+    # no pair to write: a clear error (exit 1), not an empty file that looks like success
+    with pytest.raises(NoPairs, match=r"of the 2 branch\(es\) read \(1 group\(s\)\), 1 have no reward and the others"):
+        build([tmp_path / "in"], tmp_path / "out", Config(view="preferences"))
+    assert not (tmp_path / "out" / "preferences.jsonl").exists()
+
+
+def _unrewarded(info, folder):
+    """The delegate fork's two branches as a replay writes them: no reward emitted."""
+    folder.mkdir()
+    lines = [json.dumps({**info["branches"][tid], "rewards": {}}) for tid in ("b-math", "b-research")]
+    (folder / "traces-x.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_preferences_from_unscored_branches_say_how_to_score_them(runs, tmp_path, capsys):
+    base, info = runs
+    folder = _unrewarded(info, tmp_path / "in")
+    shutil.copytree(base / "captured" / "content", folder / "content")
+    with pytest.raises(NoPairs, match=r"none of the 2 branch\(es\) read \(1 group\(s\)\) has a reward.*--outcomes FILE"):
+        build([folder], tmp_path / "out", Config(view="preferences"))
+    # an outcomes file scores them, but its column is not the reward until --reward names it: say so
+    outcomes = tmp_path / "outcomes.csv"
+    outcomes.write_text("trace_id,success\nb-math,true\nb-research,false\n")
+    assert main(["dataset", str(folder), "-o", str(tmp_path / "out"), "--view", "preferences",
+                 "--outcomes", str(outcomes)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "has a reward; these traces and outcomes have success: pass --reward success to use it" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["dataset", str(folder), "-o", str(tmp_path / "out"), "--view", "preferences",
+                 "--outcomes", str(outcomes), "--reward", "success"]) == 0
+    (pair,) = _rows(tmp_path / "out" / "preferences.jsonl")
+    assert (pair["chosen_trace_id"], pair["rejected_trace_id"]) == ("b-math", "b-research")
+    # groups of unscored branches are written (a trainer may score them), and the summary says they lack rewards
+    assert main(["dataset", str(folder), "-o", str(tmp_path / "groups"), "--view", "groups"]) == 0
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "branches without a reward 2: null advantage, in no pair" in out
 
 
 def test_the_event_carrying_the_fork_is_the_decision_point_whatever_its_id(runs, tmp_path):

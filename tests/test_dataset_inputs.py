@@ -142,12 +142,26 @@ def test_cli_errors_are_clear(runs, tmp_path, capsys):
     src, _ = runs
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat", "--strict"]) == 1
     assert "needs captured content" in capsys.readouterr().err
-    # without --strict each trace is skipped; none is left, so no row: an error too, not an empty success
+    # every trace lacks content: no row to write, so not a success (docs/datasets.md, Without captured content)
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "chat"]) == 1
-    assert "none of the" in capsys.readouterr().err
+    assert "none of the 2 trace(s) read has the captured content the chat view needs" in capsys.readouterr().err
     bad = tmp_path / "o.jsonl"
     bad.write_text('{"task_id": "calc-ok", "success": "maybe"}\n')
     assert main(["dataset", str(src), "-o", str(tmp_path), "--view", "turns", "--outcomes", str(bad)]) == 2
     assert "field 'success': 'maybe' is not a number" in capsys.readouterr().err
     assert main(["dataset", str(tmp_path / "nope"), "-o", str(tmp_path), "--view", "turns"]) == 2  # no input
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_an_output_named_like_a_file_is_refused(runs, tmp_path, capsys):
+    # convert's -o is a file, dataset's a folder: `-o decisions.jsonl` would make a folder decisions.jsonl/
+    src, _ = runs
+    out = tmp_path / "decisions.jsonl"
+    assert main(["dataset", str(src), "-o", str(out), "--view", "decisions"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "-o names the folder to write into (the rows go to OUTDIR/decisions.jsonl)" in err
+    assert f"use -o {tmp_path / 'decisions'}" in err
+    assert not out.exists()
+    out.mkdir()  # an existing folder of that name is the user's choice
+    assert main(["dataset", str(src), "-o", str(out), "--view", "decisions"]) == 0
+    assert (out / "decisions.jsonl").is_file()

@@ -95,7 +95,7 @@ def test_cli_refuses_a_format_that_does_not_fit(runs, tmp_path, capsys):
     code = main(["dataset", str(base / "captured"), "-o", str(tmp_path / "out"), "--view", "decisions", "--format", "art"])
     assert code == 2
     err = capsys.readouterr().err
-    assert "the art format does not fit the decisions view" in err and "art takes the chat views" in err
+    assert "the art format does not fit the decisions view" in err and "art takes the chat view (rows" in err
 
 
 def test_trainer_formats_need_captured_content(runs, tmp_path):

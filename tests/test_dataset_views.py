@@ -291,6 +291,21 @@ def test_rewritten_traces_are_replayable_with_their_content(recorded, tmp_path):
     assert (tmp_path / "chat_again" / "chat.jsonl").read_bytes() == (tmp_path / "chat_first" / "chat.jsonl").read_bytes()
 
 
+def test_cost_usd_is_unknown_when_a_model_called_has_no_price():
+    # --price research-llm=...: a trace that also called another model must not look cheaper than it was
+    from orch_otel.datasets.metrics import compute_metrics
+
+    def call(i, model, tokens_in, tokens_out):
+        return {"id": f"e{i}", "type": "message", "agent": "a", "t": float(i), "channel": "llm", "model": model,
+                "input_tokens": tokens_in, "output_tokens": tokens_out}
+
+    trace = {"events": [call(1, "big", 1000, 200), call(2, "small", 3000, 100)], "costs": {"tokens": 4300}}
+    both = compute_metrics(trace, prices={"big": (5.0, 15.0), "small": (0.5, 1.5)})
+    assert both["cost_usd"] == (1000 * 5.0 + 200 * 15.0 + 3000 * 0.5 + 100 * 1.5) / 1e6  # 0.00965, by hand
+    assert "cost_usd" not in compute_metrics(trace, prices={"big": (5.0, 15.0)})
+    assert "cost_usd" not in compute_metrics(trace)
+
+
 def test_steps_of_same_named_parallel_agents_go_to_their_own_invocation():
     """Two ``worker`` invocations run at once, one with 1 model call and one with 3:
     the critical path is the longer branch, told apart by agent_span_id, not by name."""

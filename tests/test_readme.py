@@ -106,6 +106,13 @@ def test_readme_block_runs_as_written(item: PageBlock, tmp_path: Path):
     assert done.returncode == 0, _failure(item.block, done, item.page)
 
 
+def test_a_pages_blocks_run_one_after_the_other_in_one_folder(tmp_path: Path):
+    # a reader runs the page top to bottom in one folder: a block must not assume it wrote the only trace there
+    for item in [pb for pb in PAGE_BLOCKS if pb.page == "docs/ids-and-rewards.md"]:
+        done = run_block(item.block, tmp_path)
+        assert done.returncode == 0, _failure(item.block, done, item.page)
+
+
 def test_outcomes_walkthrough_gives_each_decision_row_the_outcome(tmp_path: Path):
     # What the README says follows: every decision row has outcome_success 1.0 and reward 1.0.
     (block,) = [pb.block for pb in PAGE_BLOCKS if pb.block.marked and "--outcomes outcomes.csv" in pb.block.code]

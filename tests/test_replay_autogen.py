@@ -15,7 +15,7 @@ from conftest import check_trace, decisions_of, instrumentor_fixture
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.autogen.testing import MODEL_INFO
 from orch_otel.recorder import get_recorder
-from orch_otel.replaying import ForkError, MissingContent, orchestration, replay
+from orch_otel.replaying import ForkError, MissingContent, options_at, orchestration, replay
 
 TIMEOUT = 20
 
@@ -175,6 +175,28 @@ def test_fork_continue_goes_on_past_a_recorded_stop(captured, monkeypatch):
     assert result.equal  # the prefix, before the check, is the recorded one
     assert len(decisions_of(branch, "delegate")) > len(decisions_of(trace, "delegate"))
     assert decisions_of(branch, "delegate")[2]["fork"]["forced"] == ["continue"]
+
+
+def test_a_participants_stop_points_to_the_teams_stop_to_fork(captured, monkeypatch):
+    """coder's TERMINATE is recorded as coder's stop (by TextMentionTermination) and as the team's: only the
+    team's check can be forced, and the error for coder's says which event that is."""
+    trace, contents = record("selector_team", captured, monkeypatch)
+    coder_stop = next(d for d in decisions_of(trace, "stop") if d["agent"] == "coder")
+    team_stop = next(d for d in decisions_of(trace, "stop") if d["agent"] == "SelectorGroupChat")
+    with pytest.raises(ForkError, match=f"the team's stop for that reason is {team_stop['id']}: fork there with "
+                                        "--choose continue"):
+        options_at(trace, contents, coder_stop["id"])  # what --choose-each asks first
+
+
+def test_the_teams_recorded_stop_is_a_branch_beside_continue(captured, monkeypatch):
+    trace, contents = record("selector_team", captured, monkeypatch)
+    stop = next(d for d in decisions_of(trace, "stop") if d["agent"] == "SelectorGroupChat")
+    assert options_at(trace, contents, stop["id"]) == ["stop", "continue"]
+    kept = replay(trace, raising_app("selector_team", monkeypatch), contents=contents, fork=stop["id"], choose="stop")
+    assert kept.equal and kept.live == 0  # every call served: the run as recorded
+    (forked,) = [e for e in check_trace(kept.trace)["events"] if e.get("fork")]
+    assert (forked["id"], forked["agent"], forked["decision"], forked["fork"]["forced"]) == \
+        (stop["id"], "SelectorGroupChat", "stop", [])
 
 
 def test_a_stop_the_team_decided_itself_cannot_be_continued(captured, monkeypatch):

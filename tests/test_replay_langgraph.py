@@ -19,6 +19,7 @@ from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.integrations.langgraph.testing import FakeToolCallingModel
 from orch_otel.recorder import get_recorder
 from orch_otel.replaying import ForkError, MissingContent, options_at, orchestration, replay
+from orch_otel.replaying._compare import first_divergence
 from orch_otel.testing import capture
 
 instrumented = instrumentor_fixture(LangGraphInstrumentor)
@@ -242,7 +243,7 @@ def test_a_label_router_is_forked_at_its_delegation_and_at_its_stop(captured, mo
     (delegation,) = decisions_of(trace, "delegate")
     stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "supervisor")
     assert (delegation["router_call"], stop["router_call"]) == (1, 2)
-    assert options_at(trace, contents, stop["id"]) == ["researcher"]
+    assert options_at(trace, contents, stop["id"]) == ["stop", "researcher"]  # the recorded stop is a branch too
     ended = replay(trace, apps.build_path_map_router(), contents=contents, fork=delegation["id"], choose="stop")
     assert ended.equal, ended.divergence.describe()
     assert not decisions_of(ended.trace, "delegate") and not events_of(ended.trace, "spawn", to="researcher")
@@ -293,7 +294,7 @@ def test_fork_at_a_stop_offers_the_agents_by_their_names_also_those_that_never_r
     assert not events_of(trace, "spawn", to="research_expert")
     stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "supervisor")
     assert stop["source"] == "answer"
-    assert sorted(options_at(trace, contents, stop["id"])) == ["math_expert", "research_expert"]
+    assert sorted(options_at(trace, contents, stop["id"])) == ["math_expert", "research_expert", "stop"]
     result = replay(trace, shapes.build_supervisor(math_only=True), contents=contents, fork=stop["id"],
                     choose="research_expert")
     assert result.equal, result.divergence.describe()
@@ -347,6 +348,20 @@ def test_a_replay_puts_back_everything_it_changed(captured, monkeypatch):
     assert ACTIVE.get() is None
 
 
+def test_the_recorded_stop_is_a_branch_of_its_fork(captured, monkeypatch):
+    """--choose-each at a stop makes the recorded stop a branch too (every call served, the fork on the stop),
+    so a group compares stopping there with handing off (issue: its groups had no stop member)."""
+    (trace,), contents = record(captured, monkeypatch,
+                                lambda: shapes.build_supervisor(math_only=True).invoke(apps.user_input("1+2?")))
+    stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "supervisor")
+    kept = replay(trace, shapes.build_supervisor(math_only=True), contents=contents, fork=stop["id"], choose="stop")
+    assert kept.equal, kept.divergence and kept.divergence.describe()
+    assert first_divergence(trace["events"], kept.trace["events"]) is None  # the run as recorded, to its end
+    (forked,) = [e for e in kept.trace["events"] if e.get("fork")]
+    assert (forked["id"], forked["decision"], forked["agent"]) == (stop["id"], "stop", "supervisor")
+    assert (forked["fork"]["forced"], forked["fork"]["recorded"]) == ([], [])
+
+
 def test_a_functional_network_forks_at_the_advisors_answer(captured, monkeypatch):
     """The hotel advisor answered instead of handing back: the fork adds its
     return_direct transfer call, and the entrypoint's own loop runs the travel
@@ -356,7 +371,7 @@ def test_a_functional_network_forks_at_the_advisors_answer(captured, monkeypatch
     (trace,), contents = record(captured, monkeypatch,
                                 lambda: shapes.build_advisor_network().invoke([HumanMessage("a trip to Aruba")]))
     stop = next(s for s in decisions_of(trace, "stop") if s["agent"] == "hotel_advisor")
-    assert options_at(trace, contents, stop["id"]) == ["travel_advisor"]
+    assert options_at(trace, contents, stop["id"]) == ["stop", "travel_advisor"]
     result = replay(trace, shapes.build_advisor_network(), contents=contents, fork=stop["id"], choose="travel_advisor")
     assert result.equal, result.divergence.describe()
     forced = next(e for e in result.trace["events"] if e.get("fork"))

@@ -274,6 +274,28 @@ def test_compare_aligns_at_the_fork_and_marks_the_first_difference(runs, tmp_pat
     assert re.findall(r'class="ev [^"]*first-diff[^"]*" id="(\w)-(\w+)"', out.read_text()) == marked
 
 
+def test_compare_draws_a_named_branch_beside_its_source(runs, tmp_path):
+    # replay --choose-each writes every branch to one folder, and --compare takes no trace id: naming the
+    # branch with --trace-id (branches first, sources in --compare) draws that branch beside its source
+    (billing,) = traces_in(runs["route_billing"])
+    (tech,) = traces_in(runs["route_tech"])
+    decision = next(e for e in billing["events"] if e.get("decision") == "delegate")
+    branch = view_support.fork_of(billing, tech, decision["id"])
+    same = {**view_support.fork_of(billing, json.loads(json.dumps(billing)), decision["id"]), "trace_id": "f" * 32}
+    (tmp_path / "branches.jsonl").write_text(json.dumps(same) + "\n" + json.dumps(branch) + "\n")
+    sources = tmp_path / "sources.jsonl"
+    sources.write_text(json.dumps(billing) + "\n" + json.dumps(tech) + "\n")
+    out = tmp_path / "compare.html"
+    result = cli("view", str(tmp_path / "branches.jsonl"), "--trace-id", branch["trace_id"], "--compare", str(sources),
+                 "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert f"{billing['trace_id']} and {branch['trace_id']} side by side" in result.stdout  # the source drawn first
+    assert "forked: recorded billing, forced tech" in out.read_text()
+    several = cli("view", str(sources), "--compare", str(tmp_path / "branches.jsonl"), "-o", str(out))
+    assert several.returncode == 2
+    assert f"name it: orch-otel view {tmp_path / 'branches.jsonl'} --trace-id BRANCH_ID --compare {sources}" in several.stderr
+
+
 def _steps(*names: str) -> list[dict]:
     return [{"id": f"e{i + 1}", "type": "message", "agent": n, "instance": f"{n}#1"} for i, n in enumerate(names)]
 

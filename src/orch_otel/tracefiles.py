@@ -284,6 +284,16 @@ class Line:
         return f"{name}:{self.lineno}" if self.lineno else name
 
 
+SPAN_LOG_LINE = ("a span log line (OTLP JSON or a span dump), not a trace: span logs are what "
+                 "`orch-otel convert LOG -o traces.jsonl` reads; give its output here")
+
+
+def is_span_record(value: dict[str, Any]) -> bool:
+    """A record of a span log (an OTLP JSON ``TracesData``, a span dump line): input of
+    ``orch-otel convert``, easily given by mistake to the commands that read traces."""
+    return "resourceSpans" in value or ("span_id" in value and "start_ns" in value)
+
+
 def read_lines(path: Path) -> Iterator[Line]:
     """Each non-empty line of a trace file, parsed, or with the error (a line
     over the length limit, malformed JSON); a file that cannot be read is one
@@ -310,6 +320,9 @@ def read_lines(path: Path) -> Iterator[Line]:
             continue
         if not isinstance(value, dict):
             yield Line(path, lineno, None, f"expected a JSON object, got {type(value).__name__}")
+            continue
+        if is_span_record(value):
+            yield Line(path, lineno, None, SPAN_LOG_LINE)
             continue
         yield Line(path, lineno, value)
 

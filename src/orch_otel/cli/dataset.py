@@ -79,9 +79,29 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets import AllRejected, Config, ContentMissing, NoBranches, OutcomeError, Outcomes, RewardSpec, RewardSpecError, build
+    from ..datasets import (
+        AllRejected,
+        Config,
+        ContentMissing,
+        NoBranches,
+        NoPairs,
+        OutcomeError,
+        Outcomes,
+        RewardSpec,
+        RewardSpecError,
+        build,
+    )
 
     console = Console(stderr=True)
+    out = Path(args.output)
+    if out.suffix in (".jsonl", ".json", ".parquet", ".csv") and not out.is_dir():
+        # convert's -o is a file, this one a folder: a file name here would become a folder of that name
+        from ..datasets.writers import output_path
+
+        console.print(f"[red]error:[/red] -o names the folder to write into (the rows go to "
+                      f"{output_path(Path('OUTDIR'), args.view, args.format)}); {escape(args.output)} looks like a file "
+                      f"name: use -o {escape(str(out.with_suffix('')))}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     try:
         config = Config(
             view=args.view,
@@ -127,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
                             on_files=on_files, on_bytes=on_bytes, on_problem=on_problem)
         except (ContentMissing, OutcomeError, ImportError, RuntimeError, OSError, ValueError) as exc:
             # the data cannot make this view: 1; a usage error, no input (NoTraces), a format unfit for the view, an unknown --reward: 2
-            code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected, NoBranches)) else EXIT_USAGE
+            code = EXIT_INVALID if isinstance(exc, (ContentMissing, OutcomeError, AllRejected, NoBranches, NoPairs)) else EXIT_USAGE
             console.print(f"[red]error:[/red] {escape(str(exc))}\nnothing written ({escape(args.output)} is left as "
                           "it was)", highlight=False, soft_wrap=True)
             return code
@@ -147,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
     if summary.view in ("groups", "preferences"):
         table.add_row("groups of branches", str(summary.groups))
         table.add_row("traces without a fork (not branches)", str(summary.traces_not_branches))
+        if summary.branches_without_reward:
+            table.add_row("branches without a reward", f"{summary.branches_without_reward}: null advantage, in no pair "
+                          "(score them: --outcomes FILE --reward NAME, or orch_otel.reward() in the app)")
     if summary.unknown_outcomes:
         table.add_row("outcome rows matching no trace", str(len(summary.unknown_outcomes)))
     table.add_row("output", f"{summary.output} ({summary.format}, engine {summary.engine})")

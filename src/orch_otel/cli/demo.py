@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import sys
 import tempfile
 from pathlib import Path
@@ -22,8 +23,13 @@ def _demo_app(console: Console):
     """The LangGraph app when LangGraph is installed, else the decorator-based one."""
     try:
         from ..integrations.langgraph.demo import run_demo_app
-    except ImportError:
-        console.print("[yellow]LangGraph is not installed ('orch-otel[langgraph]'): running the decorator demo[/yellow]")
+    except ImportError as exc:
+        # [langgraph] without langchain (create_agent, in [examples]) is the common case: say which is missing
+        langchain = (exc.name or "").partition(".")[0] == "langchain" and importlib.util.find_spec("langgraph")
+        why = "the LangGraph demo needs langchain, which is not installed" if langchain else "LangGraph is not installed"
+        # markup=False: rich would take "[langgraph,examples]" for a style tag and drop it
+        console.print(f"{why}: pip install 'orch-otel[langgraph,examples]'; running the decorator demo instead",
+                      style="yellow", markup=False, highlight=False)
         return decorator_demo.run
     console.print("running the offline LangGraph demo: supervisor -> research team (Send fan-out x3) -> writer")
     return run_demo_app

@@ -148,6 +148,13 @@ def _report(console: Console, chain: list[dict[str, Any]], result: ReplayResult,
         console.print(f"  first difference: {result.divergence.describe()}", markup=False, highlight=False)
     for note in result.notes:
         console.print(f"  note: {note}", markup=False, highlight=False)
+    for error in filter(None, result.app_errors):  # a branch whose own models or tools failed is still written
+        console.print(f"  note: the app's run raised {error}; the new trace records it (stop reason: "
+                      f"{_stop_reason(result.trace)})", markup=False, highlight=False, soft_wrap=True)
+
+
+def _stop_reason(trace: dict[str, Any]) -> str:
+    return next((str(e.get("reason")) for e in reversed(trace["events"]) if e.get("decision") == "stop"), "none")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

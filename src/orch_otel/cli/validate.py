@@ -13,7 +13,7 @@ from rich.console import Console
 
 from .._inputs import printable
 from .._validation import trace_errors
-from ..tracefiles import find_trace_files, read_lines
+from ..tracefiles import SPAN_LOG_LINE, find_trace_files, read_lines
 from .options import EXIT_INVALID, EXIT_OK
 from .options import EXIT_USAGE as EXIT_NO_INPUT
 
@@ -33,6 +33,10 @@ def run_validate(paths: list[str]) -> int:
                 print(f"{line.where}: {line.error}", file=sys.stderr)
                 continue
             traces += 1
+            if line.error == SPAN_LOG_LINE:  # a whole span log given by mistake: one line for the file, not per span
+                bad += 1
+                print(f"{path}:{line.lineno}: {line.error}; the rest of this file is not read", file=sys.stderr)
+                break
             errors = [line.error] if line.error else trace_errors(line.trace or {})
             if errors:
                 bad += 1

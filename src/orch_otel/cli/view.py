@@ -52,9 +52,13 @@ def run_view(paths: list[str], out: Path, trace_id: str | None, compare: str | N
             source = ", ".join(paths)
             if trace_id is not None or len(found) == 1:
                 base = pick(found, source, trace_id)
-                branch = pick(others, compare, fork_of=str(base.trace.get("trace_id")))
+                parent = _forked_from(base, others)
+                if parent is not None:  # TRACES named a branch and --compare holds its source: the source goes first
+                    base, branch = pick(others, compare, parent), base
+                else:
+                    branch = pick(others, compare, fork_of=str(base.trace.get("trace_id")))
             else:  # the branch names the trace it forked from
-                branch = pick(others, compare)
+                branch = _one_branch(others, compare, source)
                 base = pick(found, source, _forked_from(branch, found))
             other_lookup = contents_for([compare]).get
             html = compare_page(base.trace, branch.trace, captured(base.trace["events"], lookup),
@@ -71,6 +75,14 @@ def run_view(paths: list[str], out: Path, trace_id: str | None, compare: str | N
         print(f"orch-otel view: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return _write_index(found, out, lookup)
+
+
+def _one_branch(others: list[Found], compare: str, source: str) -> Found:
+    try:
+        return pick(others, compare)
+    except NotChosen as exc:  # --compare has no trace id of its own: name the branch with --trace-id instead
+        how = f"to draw one beside its source, name it: orch-otel view {compare} --trace-id BRANCH_ID --compare {source}"
+        raise NotChosen(str(exc).replace("choose one by its trace id", how)) from None
 
 
 def _forked_from(branch: Found, originals: list[Found]) -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 from .._renamed import deprecated
 from .analysis import VIEWS, Config
 from .credit import STRATEGIES, UNITS
-from .engine import ENGINES, AllRejected, DatasetSummary, NoBranches, NoTraces, build
+from .engine import ENGINES, AllRejected, DatasetSummary, NoBranches, NoPairs, NoTraces, build
 from .rewards import OutcomeError, Outcomes, RewardSpec, RewardSpecError
 from .tokenize import TokensMissing
 from .views import ContentMissing
@@ -32,6 +32,7 @@ __all__ = [
     "DatasetSummary",
     "ContentMissing",
     "NoBranches",
+    "NoPairs",
     "NoTraces",
     "OutcomeError",
     "Outcomes",

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-TRAINABLE = {"trainable": True, "weight": 1}  # OpenAI fine-tuning reads weight; see docs/datasets.md
+TRAINABLE = {"trainable": True, "weight": 1}  # OpenAI fine-tuning reads weight; no trainer checked reads trainable (docs/datasets.md)
 CONTEXT = {"trainable": False, "weight": 0}
 
 

@@ -59,6 +59,10 @@ class NoBranches(ValueError):
     """groups / preferences: no trace read is a branch of a fork (none has a ``fork`` event)."""
 
 
+class NoPairs(ValueError):
+    """preferences: branches were read, but no two of one fork have different rewards (often: none has a reward)."""
+
+
 @dataclass
 class DatasetSummary:
     """What one ``orch-otel dataset`` run read and wrote (``ConvertSummary`` is the convert command's)."""
@@ -80,6 +84,7 @@ class DatasetSummary:
     traces_without_tokens: int = 0  # of traces_skipped: triplets / art RL ids neither captured nor --tokenizer given
     traces_not_branches: int = 0  # groups / preferences: traces without a fork event, skipped (not rejected)
     groups: int = 0  # groups / preferences: the groups of branches read
+    branches_without_reward: int = 0  # groups / preferences: branches with a null reward (no advantage, no pair)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -333,10 +338,27 @@ class _Intake:
         """groups / preferences: after the last line, the rows of each group of branches."""
         if self.members is None:
             return
+        self.summary.branches_without_reward = sum(1 for _, row in self.members if row["reward"] is None)
         self.summary.groups, batches = finish_groups(self.config.view, self.members)
         self.members = []
         for tags, rows in batches:
             self.set_aside(self.writer.write(rows, tags))
+
+    def _why_no_pairs(self) -> str:
+        summary, config = self.summary, self.config
+        n, k, read = summary.traces_used, summary.branches_without_reward, f"({summary.groups} group(s))"
+        found = f"none of the {n} branch(es) read {read} has a reward" if k == n else \
+            f"the {n} branch(es) read {read} have equal rewards within each group" if not k else \
+            f"of the {n} branch(es) read {read}, {k} have no reward and the others equal rewards within their group"
+        why = f"no preference pair: a pair is two branches of one fork whose rewards differ, and {found}"
+        if not k:
+            return why
+        named = sorted({*self.reward_names, *config.outcome_fields} - {"reward"})
+        if named and config.reward is None:
+            why += f"; these traces and outcomes have {', '.join(named[:10])}: pass --reward {named[0]} to use it"
+        return (why + ". A branch's reward is the --reward spec, else an outcome column named `reward`, else the "
+                "rewards its run emitted (orch_otel.reward()): score the branches with --outcomes FILE (a trace_id "
+                "column, one row per branch) and --reward NAME")
 
     def set_aside(self, traces: list[tuple[Any, str]]) -> None:
         """Traces whose rows the writer could not take (content or a value the checks let through): rejected.
@@ -377,6 +399,8 @@ class _Intake:
             unknown = unknown_reward_terms(config.reward, self.reward_names, config.outcome_fields)
             if unknown:
                 raise unknown
+        if config.view == "preferences" and summary.traces_used and not self.writer.rows:
+            raise NoPairs(self._why_no_pairs())
         if config.outcomes is not None:
             summary.unknown_outcomes = config.outcomes.unknown(self.trace_ids, self.task_ids)
             if summary.unknown_outcomes and not allow_unknown_outcomes:

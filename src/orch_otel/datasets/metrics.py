@@ -167,7 +167,7 @@ def compute_metrics(trace: dict[str, Any], steps: StepCounts | None = None,
     llm = tools = coordination = agent_messages = 0
     tool_ok = tool_results = errors = origin_errors = 0
     in_tokens = out_tokens = 0
-    cost_usd = 0.0
+    cost_usd, unpriced = 0.0, False  # a call of a model without a price makes the cost unknown, not 0
     for e in events:
         kind = e["type"]
         if kind == EventKind.MESSAGE.value:
@@ -178,6 +178,8 @@ def compute_metrics(trace: dict[str, Any], steps: StepCounts | None = None,
                 if prices and e.get("model") in prices:
                     p_in, p_out = prices[e["model"]]
                     cost_usd += (i * p_in + o * p_out) / 1e6
+                elif i or o:
+                    unpriced = True
             else:
                 agent_messages += 1
         elif kind == EventKind.TOOL_CALL.value:
@@ -204,7 +206,7 @@ def compute_metrics(trace: dict[str, Any], steps: StepCounts | None = None,
     m["cost_llm_calls"] = llm
     m["cost_tool_calls"] = tools
     m["cost_wall_clock_s"] = float(costs.get("wall_clock_s", 0.0))
-    if prices:
+    if prices and not unpriced:
         m["cost_usd"] = round(cost_usd, 8)
     stop = final_stop(events)
     m["stop_voluntary"] = 0.0 if stop is None or stop.get("forced") or stop.get("reason") in FORCED_STOP_REASONS else 1.0

@@ -14,7 +14,7 @@ import orjson
 
 from .._inputs import TooLong, Unreadable
 from .._validation import trace_errors
-from ..tracefiles import file_lines, find_trace_files
+from ..tracefiles import SPAN_LOG_LINE, file_lines, find_trace_files, is_span_record
 from ..vocabulary import EventKind
 from .checks import event_error, trace_error
 
@@ -107,6 +107,8 @@ def parse_trace(line: RawLine, *, validate: bool = False) -> dict[str, Any]:
         raise BadTrace(f"malformed JSON: {exc}") from None
     if not isinstance(trace, dict):
         raise BadTrace(f"expected a JSON object (one trace per line), got {type(trace).__name__}")
+    if is_span_record(trace):
+        raise BadTrace(SPAN_LOG_LINE)
     for key in ("trace_id", "task_id"):
         if not isinstance(trace.get(key), str) or not trace[key]:
             raise BadTrace(f"{key}: missing or not a non-empty string")

@@ -111,7 +111,8 @@ def check_format(view: str, fmt: str) -> None:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if view not in FITS.get(fmt, VIEWS):
         fitting = [f for f in FORMATS if view in FITS.get(f, VIEWS)]
-        raise ValueError(f"the {fmt} format does not fit the {view} view: {fmt} takes the {', '.join(FITS[fmt])} views "
+        takes = f"{', '.join(FITS[fmt])} view{'s' * (len(FITS[fmt]) > 1)}"
+        raise ValueError(f"the {fmt} format does not fit the {view} view: {fmt} takes the {takes} "
                          f"(rows that start from a prompt); write {view} as {', '.join(fitting)}")
 
 

@@ -80,6 +80,18 @@ def adapter_for(app: Any) -> ModuleType:
                       "with @orch_otel.workflow or @orch_otel.agent")
 
 
+def _same_framework(trace: dict[str, Any], adapter: ModuleType) -> None:
+    """A run recorded from one framework's app cannot be served to the other's (a folder of
+    traces often holds several apps' runs): say so, instead of what the wrong app then does."""
+    frameworks = {"langgraph": "a LangGraph", "autogen": "an AutoGen"}
+    given = next((name for name in frameworks if f".{name}." in adapter.__name__), None)
+    recorded = trace.get("system")
+    if given is not None and recorded in frameworks and recorded != given:
+        raise ReplayError(f"trace {trace.get('trace_id')} is a run of {frameworks[recorded]} app, and the app given "
+                          f"is {frameworks[given]} one: replay each app's runs with its own factory (--trace-id ID "
+                          "picks one run; `orch-otel show PATH --list` lists them)")
+
+
 def _as_dict(trace: Any) -> dict[str, Any]:
     dump = getattr(trace, "model_dump", None)
     return dump(by_alias=True, exclude_none=True) if callable(dump) else trace
@@ -104,6 +116,7 @@ def _prepare(trace: Any, app: Any, contents: Mapping[str, str] | None, fork: str
         raise ReplayError("nothing to replay: no trace given")
     contents = dict(contents or {})
     adapter = adapter_for(app)
+    _same_framework(runs[-1], adapter)
     scripts = [Script.of(t, contents) for t in runs]
     for script in scripts:
         lacking = script.missing()
@@ -293,7 +306,10 @@ def _result(runs: Sequence[dict[str, Any]], scripts: Sequence[Script], new: list
             took = marked is not None and marked.get("decision") == "stop"
         if divergence is None and not took:
             index = branch["events"].index(marked) if marked is not None else fork_plan.model_index
-            why = (f"the routing function {fork_plan.route.router!r} declares no route to "
+            raised = errors[-1] if errors and (marked is None or marked.get("reason") == "error") else None
+            why = (f"the app's run raised {raised} there (a model or tool it called after the fork failed)"
+                   if raised is not None else
+                   f"the routing function {fork_plan.route.router!r} declares no route to "
                    f"{fork_plan.route.target!r} (its path map has no label for it)" if fork_plan.route is not None
                    else "the app decided otherwise after the served reply (its routing does not follow the "
                         "model's answer)")

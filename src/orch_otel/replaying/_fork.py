@@ -100,6 +100,13 @@ def options_at(trace: dict[str, Any], contents: Mapping[str, str], event_id: str
     else the agents the deciding model could hand off to (an AutoGen team's
     stop: ``continue``)."""
     event, index = _decision(trace, event_id)
+    if event["decision"] == DecisionKind.STOP.value:  # the recorded stop is a branch too, to compare the others with
+        _recorded_stop(trace, event, index)  # a stop no fork can change fails here, as its alternatives would
+        return [STOP, *(o for o in _alternatives(trace, contents, event, index) if o != STOP)]
+    return _alternatives(trace, contents, event, index)
+
+
+def _alternatives(trace: dict[str, Any], contents: Mapping[str, str], event: dict[str, Any], index: int) -> list[str]:
     if event.get("options"):
         return list(event["options"])
     if _team_check(trace, event, index) is not None and event["decision"] == DecisionKind.STOP.value:
@@ -159,7 +166,8 @@ def _deciding_model(trace: dict[str, Any], event: dict[str, Any], index: int) ->
     event_id, events = event["id"], trace["events"]
     if event["decision"] == DecisionKind.STOP.value and event.get("source") != "answer":
         raise ForkError(f"event {event_id} (stop by {event.get('instance')}, {event.get('reason')!r}) was not made by "
-                        f"a model call or a routing function but by {event.get('source') or 'the framework'}{_HINT}")
+                        f"a model call or a routing function but by {event.get('source') or 'the framework'}"
+                        f"{_team_stop_hint(trace, event, index)}{_HINT}")
     instance = event.get("instance")
     model = next((e for e in reversed(events[:index]) if e["type"] == EventKind.MESSAGE.value
                   and e.get("channel") == Channel.LLM.value and e.get("instance") == instance), None)
@@ -167,6 +175,16 @@ def _deciding_model(trace: dict[str, Any], event: dict[str, Any], index: int) ->
         raise ForkError(f"event {event_id} ({event['decision']} by {instance}) was not made by a model call or a "
                         f"routing function{_HINT}")
     return model
+
+
+def _team_stop_hint(trace: dict[str, Any], event: dict[str, Any], index: int) -> str:
+    """A participant's stop that an AutoGen termination condition recorded: the team's own stop,
+    for the same reason, is the one a fork can change."""
+    for later, other in enumerate(trace["events"][index + 1:], start=index + 1):
+        if other.get("decision") == DecisionKind.STOP.value and other.get("reason") == event.get("reason") \
+                and other.get("instance") != event.get("instance") and _team_check(trace, other, later) is not None:
+            return f" (the team's stop for that reason is {other['id']}: fork there with --choose {CONTINUE})"
+    return ""
 
 
 _HINT = (": a fork forces a model's handoff tool call, a selector's answer, a LangGraph routing function's result "
@@ -180,8 +198,6 @@ def _route_plan(event: dict[str, Any], index: int, choose: str) -> ForkPlan:
     stopped = event["decision"] == DecisionKind.STOP.value
     if choose == CONTINUE:
         raise ForkError(f"{CONTINUE!r} forks an AutoGen team's stop; event {event_id} is not one")
-    if choose == STOP and stopped:
-        raise ForkError(f"event {event_id} already stops: choose one of its options")
     options = event.get("options")
     if choose != STOP and options is not None and choose not in options:
         raise ForkError(f"{choose!r} is not an option of {event_id}; its options are {', '.join(options)}")
@@ -190,9 +206,25 @@ def _route_plan(event: dict[str, Any], index: int, choose: str) -> ForkPlan:
     return ForkPlan(event, index, index, recorded, [] if choose == STOP else [choose], route=route)
 
 
+def _recorded_stop(trace: dict[str, Any], event: dict[str, Any], index: int) -> ForkPlan:
+    """``stop`` at a recorded stop: the run as recorded, every call served, marked as a branch of
+    the fork's group (``--choose-each`` makes it beside the other options), if a fork could change it."""
+    check = _team_check(trace, event, index)
+    if check is not None:
+        source = str(event.get("source") or "")
+        if not (source.endswith("Termination") or source.endswith("GroupChatManager")):
+            raise ForkError(f"event {event['id']} was decided by {source or 'the team'} itself, not by its "
+                            "termination check: a fork cannot change it")
+    elif event.get("router") is None or event.get("router_call") is None:
+        _deciding_model(trace, event, index)  # a stop no model made cannot be forked either way
+    return ForkPlan(event, index, index, [], [])
+
+
 def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choose: str) -> ForkPlan:
     event, index = _decision(trace, event_id)
     stopped = event["decision"] == DecisionKind.STOP.value
+    if stopped and choose == STOP:
+        return _recorded_stop(trace, event, index)
     recorded = [] if stopped else list(event.get("targets") or [])
     check = _team_check(trace, event, index)
     if check is not None and (choose == STOP or (stopped and choose == CONTINUE)):
