@@ -1,0 +1,187 @@
+"""``AgentRunner.run`` (``Runner.run``, ``run_sync`` and agents as tools go
+through it) and ``AgentRunner.run_streamed``: a top-level run is one trace,
+rooted at its workflow; a run inside a tool (or a guardrail) is its caller's
+sub-agent. Each run gets orch-otel's run hooks (which call the app's)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import context as otel_context
+
+from ..._invocation import Invocation
+from ...recorder import Recorder
+from ._hooks import close_open
+from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
+
+Begin = Callable[[tuple[Any, ...], dict[str, Any]], "tuple[RunState, dict[str, Any]] | None"]
+
+
+def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type]) -> Begin:
+    """``begin(args, kwargs)``: the run's state and the kwargs to call the SDK
+    with (orch-otel's hooks around the app's), or None to run untraced."""
+    run_hooks_base, agent_hooks_base = hook_bases
+
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunState, dict[str, Any]] | None:
+        hooks = kwargs.get("hooks")
+        if hooks is not None and (not isinstance(hooks, run_hooks_base) or isinstance(hooks, agent_hooks_base)):
+            return None  # the SDK refuses these hooks with its own error: leave it to say so
+        run_config = kwargs.get("run_config")
+        caller = RUN.get()
+        if caller is not None and not caller.finished:  # a run inside a tool or guardrail of another run
+            tool = TOOL.get()
+            if tool is not None:
+                parent = tool.invocation.context
+            else:
+                parent = caller.segment.context if caller.segment is not None else caller.parent
+            state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
+        else:
+            root = recorder.workflow(
+                getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW,
+                task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
+                input=_run_input(arg(args, kwargs, 1, "input")),
+            ).start(attach=False)
+            state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
+                             run_config=run_config)
+        return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
+
+    return begin
+
+
+def _task_id(run_config: Any, session: Any) -> str | None:
+    """The SDK's link between the traces of one conversation, else the session's id."""
+    group = getattr(run_config, "group_id", None)
+    if group:
+        return str(group)
+    session_id = getattr(session, "session_id", None)
+    return str(session_id) if session_id else None
+
+
+def _run_input(value: Any) -> Any:
+    if value is None or not isinstance(value, (str, list)):  # a RunState resumes: its input is in the state
+        return None
+    return {"input": plain(value)}
+
+
+def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
+           tripwires: dict[type, str]) -> None:
+    """Record how the run stopped and end its spans (once)."""
+    if state.finished:
+        return
+    state.finished = True
+    try:
+        _stop(state, error, limit_errors, tripwires)
+        close_open(state, error)
+        root = state.root
+        if root is not None:
+            root.end() if error is None else root.fail(error)
+    except Exception:
+        telemetry_failed("run end")
+
+
+def _stop(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
+          tripwires: dict[type, str]) -> None:
+    """A limit or a guardrail stops the run: the root's forced stop (a nested
+    run's agent's, having no root), naming what stopped it."""
+    target: Invocation | None = state.root or state.segment
+    if target is None:
+        return
+    if error is None:
+        if state.limit is not None:
+            target.stop(state.limit, source=state.limit, forced=True)
+        return
+    if isinstance(error, limit_errors):
+        target.stop("max_turns", source="max_turns", forced=True)
+        return
+    for kind, reason in tripwires.items():
+        if isinstance(error, kind):
+            target.stop(reason, source=_guardrail_name(error), forced=True)
+            return
+
+
+def _guardrail_name(error: BaseException) -> str | None:
+    try:
+        return str(error.guardrail_result.guardrail.get_name())  # type: ignore[attr-defined]
+    except Exception:
+        return None
+
+
+def run_wrapper(begin: Begin, end: Callable[[RunState, BaseException | None], None]) -> Any:
+    """``AgentRunner.run``: the run's context is current while it runs."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            begun = begin(args, kwargs)
+        except Exception:
+            telemetry_failed("run start")
+            begun = None
+        if begun is None:
+            return await wrapped(*args, **kwargs)
+        state, traced_kwargs = begun
+        token = RUN.set(state)
+        attached = otel_context.attach(state.root.context) if state.root is not None and state.root.context else None
+        try:
+            result = await wrapped(*args, **traced_kwargs)
+        except BaseException as exc:
+            end(state, exc)
+            raise
+        finally:
+            _restore(token, attached)
+        end(state, None)
+        return result
+
+    return wrapper
+
+
+def run_streamed_wrapper(begin: Begin, end: Callable[[RunState, BaseException | None], None]) -> Any:
+    """``AgentRunner.run_streamed``: returns at once; the run goes on in the
+    result's ``run_loop_task``, which inherits the run's context and ends the
+    run's spans when it ends (also when the consumer stops early)."""
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            begun = begin(args, kwargs)
+        except Exception:
+            telemetry_failed("streamed run start")
+            begun = None
+        if begun is None:
+            return wrapped(*args, **kwargs)
+        state, traced_kwargs = begun
+        token = RUN.set(state)
+        attached = otel_context.attach(state.root.context) if state.root is not None and state.root.context else None
+        try:
+            result = wrapped(*args, **traced_kwargs)
+        except BaseException as exc:
+            end(state, exc)
+            raise
+        finally:
+            _restore(token, attached)
+        try:
+            task = getattr(result, "run_loop_task", None)
+            if task is None:
+                end(state, None)
+            else:
+                task.add_done_callback(lambda done: end(state, _stream_error(result, done)))
+        except Exception:
+            telemetry_failed("streamed run")
+        return result
+
+    return wrapper
+
+
+def _stream_error(result: Any, task: Any) -> BaseException | None:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    stored = getattr(result, "_stored_exception", None)
+    return stored if isinstance(stored, BaseException) else task.exception()
+
+
+def _restore(token: Any, attached: Any) -> None:
+    try:
+        if attached is not None:
+            otel_context.detach(attached)
+        RUN.reset(token)
+    except Exception:  # restored from another context: nothing to put back
+        telemetry_failed("context restore")
