@@ -229,3 +229,52 @@ def two_runs_in_one_session() -> tuple[Any, Any]:
     first = run(agent, "I am Ada.", session=session)
     second = run(agent, "Who am I?", session=session)
     return first.final_output, second.final_output
+
+
+# -- handoff input filters, runs inside guardrails, sync and cut-short runs --------------------
+
+
+def filtered_handoff() -> Any:
+    """triage looks the invoice up, then hands off to billing through
+    ``remove_all_tools``: billing's model never sees the lookup nor the handoff."""
+    from agents.extensions.handoff_filters import remove_all_tools
+
+    billing = Agent(name="billing", model=model(step(assistant_message("Refund sent."))))
+    triage = Agent(name="triage", tools=[lookup_invoice], model=model(
+        step(function_call("lookup_invoice", {"number": "7"}, call_id="t1")),
+        step(function_call("transfer_to_billing", {}, call_id="h1")),
+    ), handoffs=[handoff(billing, input_filter=remove_all_tools)])
+    return run(triage, "Refund invoice 7.", run_config=RunConfig(workflow_name="refunds"))
+
+
+def checked_by_an_agent() -> Any:
+    """An input guardrail that asks another agent (the SDK docs' pattern): the
+    checker's run is a sub-agent of the guarded run."""
+    checker = Agent(name="checker", model=model(step(assistant_message("fine"))))
+
+    @input_guardrail(name="ask_checker", run_in_parallel=False)
+    async def ask_checker(context: Any, agent: Agent, value: Any) -> GuardrailFunctionOutput:
+        verdict = await Runner.run(checker, value)
+        return GuardrailFunctionOutput(output_info=verdict.final_output, tripwire_triggered=False)
+
+    agent = Agent(name="assistant", input_guardrails=[ask_checker], model=model(step(assistant_message("hi"))))
+    return run(agent, "hello", run_config=RunConfig(workflow_name="checked"))
+
+
+def support_sync() -> Any:
+    return Runner.run_sync(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"))
+
+
+def support_streamed_cut_short() -> Any:
+    """The consumer cancels the streamed run after its first event."""
+
+    async def consume() -> None:
+        result = Runner.run_streamed(support_agents(), "Is invoice 42 paid?",
+                                     run_config=RunConfig(workflow_name="support"))
+        async for _ in result.stream_events():
+            result.cancel()
+        task = result.run_loop_task
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(asyncio.wait_for(consume(), TIMEOUT))

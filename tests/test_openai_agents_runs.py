@@ -246,18 +246,21 @@ class _Recording(TracingProcessor):
 def test_the_sdks_own_trace_is_the_same_with_and_without_orch_otel(instrumented, captured):
     processor = _Recording()
     add_trace_processor(processor)  # the SDK keeps its processors: this one stays for the process
-    apps.support()()
-    apps.parallel_tools()
-    with_orch = list(processor.events)
-    processor.events.clear()
+
+    def sdk_trace(app) -> list[tuple]:
+        processor.events.clear()
+        app()
+        return list(processor.events)
+
+    with_orch = [sdk_trace(apps.support()), sdk_trace(apps.parallel_tools)]
     instrumented.uninstrument()
     try:
-        apps.support()()
-        apps.parallel_tools()
+        without = [sdk_trace(apps.support()), sdk_trace(apps.parallel_tools)]
     finally:
         instrumented.instrument()
-    assert with_orch and processor.events == with_orch
     processor.events.clear()  # inert from here on
+    assert len(with_orch[0]) > 10 and with_orch[0] == without[0]  # one agent at a time: the same order
+    assert sorted(with_orch[1], key=repr) == sorted(without[1], key=repr)  # parallel tools end in any order
 
 
 def test_instrument_leaves_the_sdks_trace_processors_and_flags_alone(run_python):
@@ -282,3 +285,39 @@ def test_the_sdk_imported_after_instrument_is_patched_on_its_import():
             "from agents.run import AgentRunner\nprint(hasattr(AgentRunner.run, '__orch_otel_original__'))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
+
+
+def test_run_sync_is_one_trace_like_run(captured):
+    assert apps.support_sync().final_output == "Your invoice is paid."
+    trace = _one_trace(captured)
+    assert [e["instance"] for e in events_of(trace, "return") if e["agent"] != "support"] == [
+        "triage#1", "billing#1", "triage#2"]
+
+
+def test_an_agent_run_inside_a_guardrail_is_a_sub_agent_of_the_guarded_run(captured):
+    assert apps.checked_by_an_agent().final_output == "hi"
+    trace = _one_trace(captured)
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "spawn")] == [("checked", "checker")]
+    assert _stops(trace) == [("checker", "end", None, False), ("assistant", "end", None, False),
+                             ("checked", "end", None, False)]
+
+
+def test_a_streamed_run_the_consumer_cancels_ends_its_trace_cancelled(captured):
+    apps.support_streamed_cut_short()
+    trace = _one_trace(captured)
+    assert _stops(trace)[-1] == ("support", "cancelled", None, True)
+
+
+def test_after_uninstrument_the_sdk_is_as_it_was_and_nothing_is_recorded(instrumented, captured):
+    from agents.run import AgentRunner
+    from agents.run_internal import run_loop
+
+    instrumented.uninstrument()
+    try:
+        assert not hasattr(AgentRunner.run, "__orch_otel_original__")
+        assert not hasattr(run_loop.get_handoffs, "__orch_otel_original__")
+        assert apps.support()().final_output == "Your invoice is paid."
+        assert captured.traces() == []
+    finally:
+        instrumented.instrument()
+    assert hasattr(AgentRunner.run, "__orch_otel_original__")
