@@ -35,6 +35,7 @@ from ._script import MissingContent, Script, ScriptServer, Then
 _ADAPTERS = (
     ("langgraph.", "orch_otel.integrations.langgraph._replay"),
     ("autogen_agentchat.", "orch_otel.integrations.autogen._replay"),
+    ("agents.", "orch_otel.integrations.openai_agents._replay"),
 )
 
 
@@ -74,7 +75,8 @@ def adapter_for(app: Any) -> ModuleType:
             if adapter.accepts(app):
                 return adapter
     raise ReplayError(f"cannot replay a {type(app).__module__}.{type(app).__qualname__}: the factory must return "
-                      "a compiled LangGraph graph, an AutoGen agentchat team or agent, or a function decorated "
+                      "a compiled LangGraph graph, an AutoGen agentchat team or agent, an OpenAI Agents SDK agent, "
+                      "or a function decorated "
                       "with @orch_otel.workflow or @orch_otel.agent")
 
 

@@ -89,6 +89,7 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         patches.wrap(run.AgentRunner, "run_streamed", _runs.run_streamed_wrapper(begin, end))
 
         patches.wrap(run_loop, "get_handoffs", _steps.enabled_handoffs())
+        patches.wrap(run_loop, "get_all_tools", _steps.offered_tools())
         patches.wrap(tool_execution._FunctionToolBatchExecutor, "_run_single_tool", _steps.function_tool())
         patches.wrap(tool, "maybe_invoke_function_tool_failure_error_function", _steps.tool_failure())
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())

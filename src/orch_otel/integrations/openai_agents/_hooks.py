@@ -35,8 +35,9 @@ def llm_started(state: RunState, agent: Any, system_prompt: Any, input_items: An
     else:
         messages.extend(plain(list(input_items or ())))
     parent = state.segment.context if state.segment is not None else state.parent
-    state.llm = state.recorder.llm(model_name(agent, state.run_config), input_messages=messages).start(
-        attach=False, parent=parent)
+    tools = [*state.tools, *state.handoff_tools] or None
+    state.llm = state.recorder.llm(model_name(agent, state.run_config), input_messages=messages,
+                                   tools=tools).start(attach=False, parent=parent)
 
 
 def llm_ended(state: RunState, response: Any) -> None:

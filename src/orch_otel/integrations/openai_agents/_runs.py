@@ -38,10 +38,10 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type])
                 parent = caller.segment.context if caller.segment is not None else caller.parent
             state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
         else:
+            workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
             root = recorder.workflow(
-                getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW,
-                task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
-                input=_run_input(arg(args, kwargs, 1, "input")),
+                workflow, task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
+                input=_run_input(arg(args, kwargs, 1, "input"), workflow),
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
                              run_config=run_config)
@@ -59,10 +59,11 @@ def _task_id(run_config: Any, session: Any) -> str | None:
     return str(session_id) if session_id else None
 
 
-def _run_input(value: Any) -> Any:
-    if value is None or not isinstance(value, (str, list)):  # a RunState resumes: its input is in the state
+def _run_input(value: Any, workflow: str) -> Any:
+    """The run's input as a replay feeds it again (a RunState resumes: its input is in the state)."""
+    if value is None or not isinstance(value, (str, list)):
         return None
-    return {"input": plain(value)}
+    return {"input": plain(value), "workflow": workflow}
 
 
 def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],

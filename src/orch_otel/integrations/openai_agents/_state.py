@@ -19,7 +19,7 @@ from opentelemetry import context as otel_context
 from ..._faults import log_fault
 from ..._invocation import Invocation, LLMInvocation, ToolInvocation
 from ...recorder import Recorder
-from ...vocabulary import System
+from ...vocabulary import System, function_tool
 
 _log = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ class RunState:
     segments: int = 0
     llm: LLMInvocation | None = None
     offered: list[tuple[str, str]] = field(default_factory=list)  # this turn's enabled handoffs: (tool, agent)
+    handoff_tools: list[dict[str, Any]] = field(default_factory=list)  # their definitions
+    tools: list[dict[str, Any]] = field(default_factory=list)  # this turn's function tools' definitions
     calls: dict[str, tuple[str, Any]] = field(default_factory=dict)  # last reply's calls: tool name -> (id, args)
     tool_stop: tuple[str, str | None] | None = None  # (reason, tool) when tool_use_behavior ended the run
     limit: str | None = None  # an error handler's kind (max_turns) when it produced the final output
@@ -79,6 +81,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+def definition(name: Any, description: Any, parameters: Any) -> dict[str, Any]:
+    """A tool (or handoff) offered to the model, in the shared tool-definition form."""
+    return function_tool(str(name), str(description or ""), parameters if isinstance(parameters, dict) else None)
 
 
 def _name_of(model: Any) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._invocation import ERROR
-from ._state import RUN, TOOL, ToolRun, arg, plain, telemetry_failed
+from ._state import RUN, TOOL, ToolRun, arg, definition, plain, telemetry_failed
 
 
 def enabled_handoffs() -> Any:
@@ -24,9 +24,29 @@ def enabled_handoffs() -> Any:
         if state is not None:
             try:
                 state.offered = [(str(h.tool_name), str(h.agent_name)) for h in handoffs]
+                state.handoff_tools = [definition(h.tool_name, h.tool_description, h.input_json_schema)
+                                       for h in handoffs]
             except Exception:
                 telemetry_failed("handoffs")
         return handoffs
+
+    return wrapper
+
+
+def offered_tools() -> Any:
+    """``run_loop.get_all_tools``: the function tools offered to the model this
+    turn (hosted tools have no function definition and are left out)."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        tools = await wrapped(*args, **kwargs)
+        state = RUN.get()
+        if state is not None:
+            try:
+                state.tools = [definition(t.name, t.description, t.params_json_schema)
+                               for t in tools if hasattr(t, "params_json_schema")]
+            except Exception:
+                telemetry_failed("tools")
+        return tools
 
     return wrapper
 
