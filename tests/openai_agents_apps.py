@@ -278,3 +278,15 @@ def support_streamed_cut_short() -> Any:
             await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
+
+
+def router_agents(sales_reply: str = "sales here", support_reply: str = "support here") -> Agent:
+    """router may hand off to sales or support (both enabled); it picks sales (r1)."""
+    sales = Agent(name="sales", model=model(step(assistant_message(sales_reply))))
+    helpdesk = Agent(name="support", model=model(step(assistant_message(support_reply))))
+    return Agent(name="router", instructions="Pick a desk.", handoffs=[sales, helpdesk],
+                 model=model(step(function_call("transfer_to_sales", {}, call_id="r1"))))
+
+
+def routed() -> Any:
+    return run(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))

@@ -109,3 +109,20 @@ def test_a_changed_prompt_is_not_served_and_the_replay_diverges(captured, monkey
     result = replay(trace, app, contents=contents)
     assert not result.equal
     assert result.app_errors == ["NotRecorded"]
+
+
+def test_a_fork_at_a_handoff_hands_off_to_the_chosen_agent(captured, monkeypatch):
+    """router handed off to sales; forked to support, the served reply calls
+    transfer_to_support, and support's own model answers from there on."""
+    trace, contents = _record(apps.routed, captured, monkeypatch)
+    (handoff_decision,) = [e for e in trace["events"] if e.get("decision") == "delegate"]
+    assert handoff_decision["options"] == ["sales", "support"]
+    app = apps.router_agents(sales_reply="not asked")
+    app.model = _unscripted()  # router's one reply is served (rewritten)
+    result = replay(trace, app, contents=contents, fork=handoff_decision["id"], choose="support")
+    assert result.equal, result.divergence  # equal up to the fork
+    delegations = [(e["agent"], e["to"]) for e in result.trace["events"] if e.get("decision") == "delegate"]
+    assert delegations == [("router", "support")]
+    assert result.fork["recorded"] == ["sales"] and result.fork["forced"] == ["support"]
+    stops = [(e["agent"], e["reason"]) for e in result.trace["events"] if e.get("decision") == "stop"]
+    assert stops[0] == ("support", "end")
