@@ -97,9 +97,29 @@ def _venv_python(venv: Path) -> Path:
     return venv.resolve() / "bin" / "python"
 
 
+# The OpenAI Agents SDK needs openai 3 and mcp 2; autogen's own tests need openai < 2 and
+# mcp < 2 (requirements.txt). So .venv-hosts takes every extra of [all] but the SDK's, and
+# leaves those two distributions unpinned by .venv.
+_NOT_HOSTED_EXTRAS = ("openai-agents",)
+_NOT_PINNED = ("openai", "mcp")
+
+
+def _host_extras() -> str:
+    import tomllib
+
+    (spec,) = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["all"]
+    extras = spec[spec.index("[") + 1:spec.index("]")].split(",")
+    return ",".join(e for e in extras if e not in _NOT_HOSTED_EXTRAS)
+
+
+def _pins(frozen: str) -> str:
+    return "".join(line for line in frozen.splitlines(keepends=True)
+                   if line.split("==")[0].strip().lower() not in _NOT_PINNED)
+
+
 def _setup_hosts_venv(project_venv: Path, hosts_venv: Path, work: Path) -> None:
-    """The project's [all] extras and the suites' test dependencies, pinned to
-    the versions in the project's venv."""
+    """The project's [all] extras (but the OpenAI Agents SDK's) and the suites'
+    test dependencies, pinned to the versions in the project's venv."""
     print(f"== setting up {hosts_venv}")
     if not _venv_python(hosts_venv).exists():
         _check([sys.executable, "-m", "venv", str(hosts_venv)])
@@ -108,8 +128,9 @@ def _setup_hosts_venv(project_venv: Path, hosts_venv: Path, work: Path) -> None:
     frozen = subprocess.run([str(_venv_python(project_venv)), "-m", "pip", "freeze", "--exclude-editable"],
                             check=True, capture_output=True, text=True).stdout
     constraints = work / "constraints.txt"
-    constraints.write_text(frozen, encoding="utf-8")
-    _check([*hosts_pip, "install", "-q", "-c", str(constraints), "-e", f"{REPO}[all]", "-r", str(HERE / "requirements.txt")])
+    constraints.write_text(_pins(frozen), encoding="utf-8")
+    _check([*hosts_pip, "install", "-q", "-c", str(constraints), "-e", f"{REPO}[{_host_extras()}]",
+            "-r", str(HERE / "requirements.txt")])
 
 
 def _installed_versions(python: Path, dists: list[str]) -> dict[str, str]:
