@@ -290,3 +290,31 @@ def router_agents(sales_reply: str = "sales here", support_reply: str = "support
 
 def routed() -> Any:
     return run(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))
+
+
+# -- human in the loop ---------------------------------------------------------------------------
+
+
+@function_tool(needs_approval=True)
+def refund(amount: int) -> str:
+    """Refund an amount (a human approves it first)."""
+    return f"refunded {amount}"
+
+
+def approval_agent() -> Agent:
+    return Agent(name="cashier", tools=[refund], model=model(
+        step(function_call("refund", {"amount": 5}, call_id="a1")),
+        step(assistant_message("Refunded 5.")),
+    ))
+
+
+def approved_after_interrupt() -> tuple[Any, Any]:
+    """The run stops for approval of refund (a1); a human approves; the run resumes from its state."""
+    agent = approval_agent()
+    first = run(agent, "Refund 5.", run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        state.approve(item)
+    second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
+                                          TIMEOUT))
+    return first, second

@@ -321,3 +321,16 @@ def test_after_uninstrument_the_sdk_is_as_it_was_and_nothing_is_recorded(instrum
     finally:
         instrumented.instrument()
     assert hasattr(AgentRunner.run, "__orch_otel_original__")
+
+
+def test_a_run_awaiting_approval_is_interrupted_and_its_resume_starts_with_the_humans_intervention(captured):
+    first, second = apps.approved_after_interrupt()
+    assert [i.raw_item.call_id for i in first.interruptions] == ["a1"] and second.final_output == "Refunded 5."
+    interrupted, resumed = [check_trace(t) for t in captured.traces()]
+    assert _stops(interrupted) == [("refunds", "interrupt", None, True)]
+    assert events_of(interrupted, "tool_call") == []  # the refund waited for approval: it did not run
+    assert [e["type"] for e in resumed["events"]][0] == "human_intervention"
+    # the approved refund runs in the resumed run, by the agent that asked for it: one instance of it
+    assert [(e["agent"], e["call_id"], e["instance"]) for e in events_of(resumed, "tool_call")] == [
+        ("cashier", "a1", "cashier#1")]
+    assert _stops(resumed) == [("cashier", "end", None, False), ("refunds", "end", None, False)]

@@ -19,7 +19,9 @@ exactly one trace:
 - stops: an agent's answer is its own voluntary ``end``; a tool_use_behavior
   stop is its voluntary stop naming the tool; guardrail tripwires and
   ``max_turns`` (raised, or answered by an error handler) are the run's
-  forced stop naming the guardrail or the limit.
+  forced stop naming the guardrail or the limit; a run that stops for a
+  human's approval ends ``interrupt``, and its resume (a ``RunState`` input)
+  starts with a human intervention.
 
 It reads the run through run hooks it passes to each run (calling the app's
 own hooks too) and a few steps of the run loop, not through the SDK's trace
@@ -67,7 +69,7 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
 
     def _patch_sdk(self, **kwargs: Any) -> None:
         # The SDK is imported only here: on its first import, after the dependency check.
-        from agents import exceptions, run, tool
+        from agents import exceptions, run, run_state, tool
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
         from agents.run_internal import run_loop, tool_execution, turn_resolution
 
@@ -81,16 +83,16 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
             exceptions.OutputGuardrailTripwireTriggered: "output_guardrail_tripwire",
         }
 
-        def end(state: Any, error: BaseException | None) -> None:
-            _runs.finish(state, error, (exceptions.MaxTurnsExceeded,), tripwires)
+        def end(state: Any, error: BaseException | None, result: Any = None) -> None:
+            _runs.finish(state, error, (exceptions.MaxTurnsExceeded,), tripwires, result)
 
-        begin = _runs.beginner(recorder, hooks_class(RunHooks), (RunHooksBase, AgentHooksBase))
+        begin = _runs.beginner(recorder, hooks_class(RunHooks), (RunHooksBase, AgentHooksBase), run_state.RunState)
         patches.wrap(run.AgentRunner, "run", _runs.run_wrapper(begin, end))
         patches.wrap(run.AgentRunner, "run_streamed", _runs.run_streamed_wrapper(begin, end))
 
         patches.wrap(run_loop, "get_handoffs", _steps.enabled_handoffs())
         patches.wrap(run_loop, "get_all_tools", _steps.offered_tools())
-        patches.wrap(tool_execution._FunctionToolBatchExecutor, "_run_single_tool", _steps.function_tool())
+        patches.wrap(tool_execution._FunctionToolBatchExecutor, "_execute_single_tool_body", _steps.function_tool())
         patches.wrap(tool, "maybe_invoke_function_tool_failure_error_function", _steps.tool_failure())
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
         for module in (run, run_loop):

@@ -18,11 +18,17 @@ from ._state import RunState, model_name, plain, telemetry_failed
 
 
 def agent_started(state: RunState, agent: Any) -> None:
-    """A new agent segment: the run's first agent, or the one a handoff chose."""
+    """A new agent segment: the run's first agent, or the one a handoff chose
+    (a resumed run's agent has its segment already: its approved tools ran first)."""
+    if state.resumed:
+        state.resumed = False
+        if state.segment is not None and state.segment_name == agent.name:
+            return
     if state.segment is not None:
         state.segment.end()
     spawned = state.nested and state.segments == 0  # a nested run's first agent is its caller's sub-agent
     state.segments += 1
+    state.segment_name = agent.name
     state.segment = state.recorder.agent(
         agent.name, role="agent", description=getattr(agent, "handoff_description", None), spawned=spawned,
     ).start(attach=False, parent=state.parent)
@@ -83,6 +89,17 @@ def agent_ended(state: RunState) -> None:
         segment.stop(reason, source=tool)
     else:
         segment.stop(StopReason.END.value)
+
+
+def resumed(state: RunState, agent: Any) -> None:
+    """A run resumed from a ``RunState`` (after a human's approvals): the
+    human's intervention, and the segment of the agent that was interrupted,
+    which runs the approved tools before its next turn."""
+    target = state.root.span if state.root is not None else None
+    state.recorder.human_intervention(span=target)
+    if agent is not None:
+        agent_started(state, agent)
+        state.resumed = True
 
 
 def close_open(state: RunState, error: BaseException | None) -> None:

@@ -11,15 +11,16 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 
-from ..._invocation import Invocation
+from ..._invocation import INTERRUPTED, Invocation
 from ...recorder import Recorder
-from ._hooks import close_open
+from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
 
 Begin = Callable[[tuple[Any, ...], dict[str, Any]], "tuple[RunState, dict[str, Any]] | None"]
+End = Callable[..., None]  # (state, error, result=None)
 
 
-def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type]) -> Begin:
+def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type], run_state_type: type | None) -> Begin:
     """``begin(args, kwargs)``: the run's state and the kwargs to call the SDK
     with (orch-otel's hooks around the app's), or None to run untraced."""
     run_hooks_base, agent_hooks_base = hook_bases
@@ -45,6 +46,8 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type])
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
                              run_config=run_config)
+        if run_state_type is not None and isinstance(arg(args, kwargs, 1, "input"), run_state_type):
+            resumed(state, getattr(arg(args, kwargs, 1, "input"), "_current_agent", None))
         return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
 
     return begin
@@ -67,17 +70,23 @@ def _run_input(value: Any, workflow: str) -> Any:
 
 
 def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
-           tripwires: dict[type, str]) -> None:
-    """Record how the run stopped and end its spans (once)."""
+           tripwires: dict[type, str], result: Any = None) -> None:
+    """Record how the run stopped and end its spans (once). A run that
+    returns with interruptions (tools awaiting a human's approval) is
+    interrupted, not ended."""
     if state.finished:
         return
     state.finished = True
     try:
         _stop(state, error, limit_errors, tripwires)
+        interrupted = error is None and bool(getattr(result, "interruptions", None))
         close_open(state, error)
         root = state.root
         if root is not None:
-            root.end() if error is None else root.fail(error)
+            if error is not None:
+                root.fail(error)
+            else:
+                root.end(outcome=INTERRUPTED) if interrupted else root.end()
     except Exception:
         telemetry_failed("run end")
 
@@ -109,7 +118,7 @@ def _guardrail_name(error: BaseException) -> str | None:
         return None
 
 
-def run_wrapper(begin: Begin, end: Callable[[RunState, BaseException | None], None]) -> Any:
+def run_wrapper(begin: Begin, end: End) -> Any:
     """``AgentRunner.run``: the run's context is current while it runs."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -130,13 +139,13 @@ def run_wrapper(begin: Begin, end: Callable[[RunState, BaseException | None], No
             raise
         finally:
             _restore(token, attached)
-        end(state, None)
+        end(state, None, result)
         return result
 
     return wrapper
 
 
-def run_streamed_wrapper(begin: Begin, end: Callable[[RunState, BaseException | None], None]) -> Any:
+def run_streamed_wrapper(begin: Begin, end: End) -> Any:
     """``AgentRunner.run_streamed``: returns at once; the run goes on in the
     result's ``run_loop_task``, which inherits the run's context and ends the
     run's spans when it ends (also when the consumer stops early)."""
@@ -164,7 +173,7 @@ def run_streamed_wrapper(begin: Begin, end: Callable[[RunState, BaseException | 
             if task is None:
                 end(state, None)
             else:
-                task.add_done_callback(lambda done: end(state, _stream_error(result, done)))
+                task.add_done_callback(lambda done: end(state, _stream_error(result, done), result))
         except Exception:
             telemetry_failed("streamed run")
         return result

@@ -46,6 +46,8 @@ class RunState:
     nested: bool
     run_config: Any = None
     segment: Invocation | None = None  # the agent running now
+    segment_name: str | None = None
+    resumed: bool = False  # the segment was started for a resumed run's interrupted agent
     segments: int = 0
     llm: LLMInvocation | None = None
     offered: list[tuple[str, str]] = field(default_factory=list)  # this turn's enabled handoffs: (tool, agent)

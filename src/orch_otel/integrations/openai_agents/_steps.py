@@ -52,16 +52,17 @@ def offered_tools() -> Any:
 
 
 def function_tool() -> Any:
-    """``_FunctionToolBatchExecutor._run_single_tool``: one function tool call,
-    with the model's call id; parallel calls run in their own tasks."""
+    """``_FunctionToolBatchExecutor._execute_single_tool_body``: one function
+    tool call that runs (approved, or needing no approval), with the model's
+    call id; parallel calls run in their own tasks."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         state = RUN.get()
         run = None
         if state is not None and not state.finished:
             try:
-                tool = arg(args, kwargs, 1, "func_tool")
-                call = arg(args, kwargs, 2, "tool_call")
+                tool = kwargs["func_tool"]
+                call = kwargs["tool_call"]
                 parent = state.segment.context if state.segment is not None else state.parent
                 invocation = state.recorder.tool(
                     str(tool.name), call_id=getattr(call, "call_id", None), arguments=getattr(call, "arguments", None),
