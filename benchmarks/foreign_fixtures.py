@@ -42,6 +42,8 @@ PEERS = {
     "openllmetry-langchain": "opentelemetry-instrumentation-langchain",
     "autogen-core": "autogen-core",  # AutoGen's own runtime tracing
     "openinference-autogen-agentchat": "openinference-instrumentation-autogen-agentchat",
+    "openinference-openai-agents": "openinference-instrumentation-openai-agents",
+    "openllmetry-openai-agents": "opentelemetry-instrumentation-openai-agents",
 }
 # short name -> how the case's truth.app starts (exactly one case matches)
 LANGGRAPH = {
@@ -57,6 +59,11 @@ AUTOGEN = {
     "tool_round_robin": "autogen round robin: a calls get_weather (w1)",
     "society_of_mind": "autogen SocietyOfMind:",
 }
+OPENAI_AGENTS = {
+    "handoffs": "openai-agents handoffs:",
+    "as_tools": "openai-agents agents as tools:",
+    "parallel_tools": "openai-agents parallel tools:",
+}
 # fixture name -> (peer, cases module, truth.app prefix)
 CASES: dict[str, tuple[str, str, str]] = {
     **{f"openinference_langgraph_{k}": ("openinference-langchain", "fidelity_cases_langgraph", v) for k, v in LANGGRAPH.items()},
@@ -64,6 +71,8 @@ CASES: dict[str, tuple[str, str, str]] = {
     **{f"autogen_core_{k}": ("autogen-core", "fidelity_cases_autogen", v) for k, v in AUTOGEN.items()},
     **{f"openinference_autogen_{k}": ("openinference-autogen-agentchat", "fidelity_cases_autogen", AUTOGEN[k])
        for k in ("selector", "swarm")},
+    **{f"{peer}_openai_agents_{k}": (f"{peer}-openai-agents", "fidelity_cases_openai_agents", v)
+       for peer in ("openinference", "openllmetry") for k, v in OPENAI_AGENTS.items()},
 }
 PROTOBUF = {"openinference_langgraph_supervisor", "autogen_core_selector"}  # also written as .otlp.pb
 
@@ -113,6 +122,15 @@ def _record(name: str, out_dir: Path) -> None:
         from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
 
         AutogenAgentChatInstrumentor().instrument(tracer_provider=provider)
+    elif peer == "openinference-openai-agents":
+        # added beside the SDK's own processors (its default replaces them, dropping the OpenAI exporter)
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider, exclusive_processor=False)
+    elif peer == "openllmetry-openai-agents":
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor as OpenLLMetryAgents
+
+        OpenLLMetryAgents().instrument(tracer_provider=provider)
     else:  # AutoGen's own runtime tracing takes the global provider
         trace.set_tracer_provider(provider)
     case.run()
