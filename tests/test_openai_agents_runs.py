@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -334,3 +335,20 @@ def test_a_run_awaiting_approval_is_interrupted_and_its_resume_starts_with_the_h
     assert [(e["agent"], e["call_id"], e["instance"]) for e in events_of(resumed, "tool_call")] == [
         ("cashier", "a1", "cashier#1")]
     assert _stops(resumed) == [("cashier", "end", None, False), ("refunds", "end", None, False)]
+
+
+def test_example_runs_offline_with_the_sdks_tracing_off(run_python, tmp_path):
+    example = str(Path(__file__).resolve().parents[1] / "examples" / "openai_agents_handoffs.py")
+    code = f"""
+import runpy, sys
+sys.argv = ["openai_agents_handoffs.py", {str(tmp_path / 'out')!r}]
+runpy.run_path({example!r}, run_name="__main__")
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert "answer: Your invoice is paid." in result.stdout
+    (path,) = (tmp_path / "out").glob("traces-*.jsonl")
+    (trace,) = [json.loads(line) for line in path.read_text().splitlines()]
+    check_trace(trace)
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "orchestrator_decision", decision="delegate")] == [
+        ("triage", "billing"), ("billing", "triage")]
