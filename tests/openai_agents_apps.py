@@ -10,6 +10,7 @@ describe)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,10 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
 
 TIMEOUT = 30  # a hang fails the test instead of blocking the suite
+
+# The SDK's default trace exporter uploads every trace to OpenAI when a key is set: these offline
+# apps must upload nothing (the SDK's tracing stays on; without a key its exporter skips the upload).
+os.environ.pop("OPENAI_API_KEY", None)
 
 
 def usage(prompt: int, completion: int) -> Usage:
