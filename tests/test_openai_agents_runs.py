@@ -352,3 +352,27 @@ runpy.run_path({example!r}, run_name="__main__")
     check_trace(trace)
     assert [(e["agent"], e["to"]) for e in events_of(trace, "orchestrator_decision", decision="delegate")] == [
         ("triage", "billing"), ("billing", "triage")]
+
+
+def test_a_run_is_recorded_with_the_sdks_tracing_disabled_by_its_environment_variable(run_python, tmp_path):
+    """OPENAI_AGENTS_DISABLE_TRACING is read once, when the SDK sets its trace provider up: a fresh process."""
+    tests = str(Path(__file__).resolve().parent)
+    code = f"""
+import sys
+sys.path.insert(0, {tests!r})
+import orch_otel
+orch_otel.instrument(trace_dir={str(tmp_path / 'out')!r})
+import openai_agents_apps as apps
+from agents.tracing import get_trace_provider
+apps.support()()
+orch_otel.flush()
+print("sdk tracing disabled:", get_trace_provider()._disabled)
+"""
+    result = run_python(code, env={"OPENAI_AGENTS_DISABLE_TRACING": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "sdk tracing disabled: True" in result.stdout
+    (path,) = (tmp_path / "out").glob("traces-*.jsonl")
+    (trace,) = [json.loads(line) for line in path.read_text().splitlines()]
+    check_trace(trace)
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "orchestrator_decision", decision="delegate")] == [
+        ("triage", "billing"), ("billing", "triage")]
