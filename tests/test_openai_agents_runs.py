@@ -330,7 +330,8 @@ def test_a_run_awaiting_approval_is_interrupted_and_its_resume_starts_with_the_h
     interrupted, resumed = [check_trace(t) for t in captured.traces()]
     assert _stops(interrupted) == [("refunds", "interrupt", None, True)]
     assert events_of(interrupted, "tool_call") == []  # the refund waited for approval: it did not run
-    assert [e["type"] for e in resumed["events"]][0] == "human_intervention"
+    (intervention,) = events_of(resumed, "human_intervention")
+    assert resumed["events"][0] is intervention and intervention["resume_of"] == interrupted["trace_id"]
     # the approved refund runs in the resumed run, by the agent that asked for it: one instance of it
     assert [(e["agent"], e["call_id"], e["instance"]) for e in events_of(resumed, "tool_call")] == [
         ("cashier", "a1", "cashier#1")]

@@ -96,7 +96,7 @@ def resumed(state: RunState, agent: Any) -> None:
     human's intervention, and the segment of the agent that was interrupted,
     which runs the approved tools before its next turn."""
     target = state.root.span if state.root is not None else None
-    state.recorder.human_intervention(span=target)
+    state.recorder.human_intervention(resume_of=state.resume_of, span=target)
     if agent is not None:
         agent_started(state, agent)
         state.resumed = True

@@ -6,12 +6,16 @@ sub-agent. Each run gets orch-otel's run hooks (which call the app's)."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
+from opentelemetry.trace import Link, SpanContext
 
-from ..._invocation import INTERRUPTED, Invocation
+from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
+from ..._invocation import Invocation
 from ...recorder import Recorder
 from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
@@ -40,17 +44,65 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
         else:
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
+            run_input = arg(args, kwargs, 1, "input")
+            previous = _interrupted_run(run_input) if _is_state(run_input) else None
             root = recorder.workflow(
                 workflow, task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
-                input=_run_input(arg(args, kwargs, 1, "input"), workflow),
+                input=_run_input(run_input, workflow),
+                links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
                              run_config=run_config)
-        if run_state_type is not None and isinstance(arg(args, kwargs, 1, "input"), run_state_type):
+            if previous is not None:
+                state.resume_of = format(previous.trace_id, "032x")
+        if _is_state(arg(args, kwargs, 1, "input")):
             resumed(state, getattr(arg(args, kwargs, 1, "input"), "_current_agent", None))
         return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
 
+    def _is_state(value: Any) -> bool:
+        return run_state_type is not None and isinstance(value, run_state_type)
+
     return begin
+
+
+# The interrupted runs awaiting a resume, by the call ids of the tool calls awaiting approval
+# (what the resumed RunState carries too); bounded: a run never resumed is forgotten eventually.
+INTERRUPTED: OrderedDict[tuple[str, ...], SpanContext] = OrderedDict()
+_INTERRUPTED_MAX = 1024
+_interrupted_lock = threading.Lock()
+
+
+def _call_id(item: Any) -> str:
+    raw = getattr(item, "raw_item", None)
+    call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+    return str(call_id or "")
+
+
+def _pending_calls(items: Any) -> tuple[str, ...]:
+    return tuple(sorted(_call_id(i) for i in items or ()))
+
+
+def _interrupted_run(run_state: Any) -> SpanContext | None:
+    """The interrupted run that ``run_state`` resumes, if this process recorded it."""
+    try:
+        calls = _pending_calls(run_state.get_interruptions())
+    except Exception:
+        telemetry_failed("resume lookup")
+        return None
+    with _interrupted_lock:
+        return INTERRUPTED.pop(calls, None) if any(calls) else None
+
+
+def _remember_interrupt(state: RunState, result: Any) -> None:
+    calls = _pending_calls(getattr(result, "interruptions", None))
+    if state.root is None or not any(calls):
+        return
+    context = state.root.span.get_span_context()
+    if context.is_valid:
+        with _interrupted_lock:
+            INTERRUPTED[calls] = context
+            while len(INTERRUPTED) > _INTERRUPTED_MAX:
+                INTERRUPTED.popitem(last=False)
 
 
 def _task_id(run_config: Any, session: Any) -> str | None:
@@ -85,8 +137,11 @@ def finish(state: RunState, error: BaseException | None, limit_errors: tuple[typ
         if root is not None:
             if error is not None:
                 root.fail(error)
+            elif interrupted:
+                _remember_interrupt(state, result)
+                root.end(outcome=INTERRUPTED_OUTCOME)
             else:
-                root.end(outcome=INTERRUPTED) if interrupted else root.end()
+                root.end()
     except Exception:
         telemetry_failed("run end")
 

@@ -48,6 +48,7 @@ class RunState:
     segment: Invocation | None = None  # the agent running now
     segment_name: str | None = None
     resumed: bool = False  # the segment was started for a resumed run's interrupted agent
+    resume_of: str | None = None  # the trace id of the interrupted run this run resumes
     segments: int = 0
     llm: LLMInvocation | None = None
     offered: list[tuple[str, str]] = field(default_factory=list)  # this turn's enabled handoffs: (tool, agent)
