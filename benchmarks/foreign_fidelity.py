@@ -105,10 +105,11 @@ def measure(fixtures: Path = FIXTURES) -> tuple[dict[str, Any], list[dict[str, A
     from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
     from orch_otel.integrations.autogen import AutoGenInstrumentor
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
 
     manifest = json.loads((fixtures / MANIFEST).read_text())
     testing.ensure_sdk_provider()
-    instrumentors = [LangGraphInstrumentor(), AutoGenInstrumentor(), AgentFrameworkInstrumentor()]
+    instrumentors = [LangGraphInstrumentor(), AutoGenInstrumentor(), AgentFrameworkInstrumentor(), OpenAIAgentsInstrumentor()]
     for i in instrumentors:
         i.instrument()
     natives: dict[tuple[str, str], dict[str, Any]] = {}

@@ -43,10 +43,12 @@ PEERS = {
     "autogen-core": "autogen-core",  # AutoGen's own runtime tracing
     "openinference-autogen-agentchat": "openinference-instrumentation-autogen-agentchat",
     "agent_framework": "agent-framework-core",  # Microsoft Agent Framework's own tracing (its source name)
+    "openinference-openai-agents": "openinference-instrumentation-openai-agents",
+    "openllmetry-openai-agents": "opentelemetry-instrumentation-openai-agents",
 }
 # short name -> how the case's truth.app starts (exactly one case matches)
 LANGGRAPH = {
-    "supervisor": "langgraph-supervisor:",
+    "supervisor": "langgraph-supervisor: supervisor -> math_expert -> supervisor -> research_expert",
     "swarm": "langgraph-swarm:",
     "fanout": "Send fan-out:",
     "nested": "3 levels of graphs:",
@@ -67,6 +69,11 @@ AGENT_FRAMEWORK = {
     "group_chat_manager": "agent framework GroupChat, manager agent:",
     "magentic": "agent framework Magentic: the manager plans",
 }
+OPENAI_AGENTS = {
+    "handoffs": "openai-agents handoffs:",
+    "as_tools": "openai-agents agents as tools:",
+    "parallel_tools": "openai-agents parallel tools:",
+}
 # fixture name -> (peer, cases module, truth.app prefix)
 CASES: dict[str, tuple[str, str, str]] = {
     **{f"openinference_langgraph_{k}": ("openinference-langchain", "fidelity_cases_langgraph", v) for k, v in LANGGRAPH.items()},
@@ -75,6 +82,8 @@ CASES: dict[str, tuple[str, str, str]] = {
     **{f"openinference_autogen_{k}": ("openinference-autogen-agentchat", "fidelity_cases_autogen", AUTOGEN[k])
        for k in ("selector", "swarm")},
     **{f"agent_framework_{k}": ("agent_framework", "fidelity_cases_maf", v) for k, v in AGENT_FRAMEWORK.items()},
+    **{f"{peer}_openai_agents_{k}": (f"{peer}-openai-agents", "fidelity_cases_openai_agents", v)
+       for peer in ("openinference", "openllmetry") for k, v in OPENAI_AGENTS.items()},
 }
 PROTOBUF = {"openinference_langgraph_supervisor", "autogen_core_selector"}  # also written as .otlp.pb
 
@@ -124,6 +133,15 @@ def _record(name: str, out_dir: Path) -> None:
         from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
 
         AutogenAgentChatInstrumentor().instrument(tracer_provider=provider)
+    elif peer == "openinference-openai-agents":
+        # added beside the SDK's own processors (its default replaces them, dropping the OpenAI exporter)
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider, exclusive_processor=False)
+    elif peer == "openllmetry-openai-agents":
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor as OpenLLMetryAgents
+
+        OpenLLMetryAgents().instrument(tracer_provider=provider)
     else:  # AutoGen's and Agent Framework's own tracing take the global provider
         trace.set_tracer_provider(provider)
     case.run()

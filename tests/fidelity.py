@@ -94,7 +94,7 @@ class Case:
 
     truth: Truth
     run: Callable[[], Any]
-    framework: str  # langgraph | autogen | custom
+    framework: str  # langgraph | autogen | openai_agents | custom
     trace: int = 0  # which of the run's traces (in start order) the truth describes, e.g. 0 before a resume
 
 

@@ -334,3 +334,51 @@ def test_agent_framework_builder_views_are_faithful(app_prefix, tmp_path):
     case = _maf_case(app_prefix)
     views = _views(tmp_path, instrumentor, case.run)
     assert view_errors(views, case.truth) == []
+
+
+def _openai_agents():
+    pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    return OpenAIAgentsInstrumentor()
+
+
+def _openai_agents_case(prefix: str):
+    from fidelity_cases_openai_agents import CASES
+
+    return next(c for c in CASES if c.truth.app.startswith(prefix))
+
+
+def test_openai_agents_handoff_views_are_faithful(tmp_path):
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents handoffs")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    triage, billing, triage_again = [r for r in views["chat"] if r["agent"] in ("triage", "billing")]
+    # the SDK's Responses items read as chat: the customer's question, then triage's own handoff call
+    assert triage["messages"][:2] == [{"role": "system", "content": "Route the customer."},
+                                      {"role": "user", "content": "Is invoice 42 paid?"}]
+    assert [(m["role"], m.get("trainable")) for m in triage["messages"][2:]] == [("assistant", True)]
+    assert [c["id"] for m in billing["messages"] for c in m.get("tool_calls") or ()] == ["t1", "h2"]
+    # billing read triage's handoff as input (not its own turn), and its lookup's result answers its call
+    assert any(m["role"] == "user" and "transfer_to_billing" in m["content"] for m in billing["messages"])
+    assert {"role": "tool", "content": "invoice 42: paid", "tool_call_id": "t1"} in billing["messages"]
+    assert [m["content"] for m in triage_again["messages"] if m.get("trainable")] == ["Your invoice is paid."]
+
+
+def test_openai_agents_as_tools_views_are_faithful(tmp_path):
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents agents as tools")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    researcher = next(r for r in views["chat"] if r["agent"] == "researcher")
+    assert [m["content"] for m in researcher["messages"] if m.get("trainable")] == ["facts"]
+
+
+def test_openai_agents_parallel_tools_views_are_faithful(tmp_path):
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents parallel tools")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    (row,) = views["chat"]
+    assert [m.get("tool_call_id") for m in row["messages"] if m["role"] == "tool"] == ["p1", "p2", "p3"]

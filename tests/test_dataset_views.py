@@ -384,3 +384,31 @@ def test_a_content_view_of_traces_without_any_content_fails_instead_of_writing_n
     assert "none of the 3 trace(s) read has the captured content" in err
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in err
     assert not (tmp_path / "out" / f"{view}.jsonl").exists()
+
+
+def test_responses_input_items_read_as_chat_messages():
+    """The OpenAI Agents SDK's model input: Responses items, not chat messages."""
+    from orch_otel.datasets.messages import normalize_messages, normalize_output
+
+    items = [
+        {"role": "user", "content": [{"type": "input_text", "text": "Is 42 paid?"}]},
+        {"type": "message", "role": "assistant", "id": "m1", "status": "completed",
+         "content": [{"type": "output_text", "text": "checking", "annotations": []}]},
+        {"type": "function_call", "call_id": "h1", "name": "lookup", "arguments": '{"n": 42}', "id": "fc1"},
+        {"type": "function_call", "call_id": "h2", "name": "audit", "arguments": "{}", "id": "fc2"},
+        {"type": "function_call_output", "call_id": "h1", "output": "paid"},
+        {"type": "function_call_output", "call_id": "h2", "output": "clean"},
+        {"type": "reasoning", "id": "r1", "summary": []},
+    ]
+    call = {"type": "function"}
+    assert normalize_messages(items) == [
+        {"role": "user", "content": "Is 42 paid?"},
+        {"role": "assistant", "content": "checking", "tool_calls": [
+            {**call, "id": "h1", "function": {"name": "lookup", "arguments": '{"n": 42}'}},
+            {**call, "id": "h2", "function": {"name": "audit", "arguments": "{}"}}]},
+        {"role": "tool", "content": "paid", "tool_call_id": "h1"},
+        {"role": "tool", "content": "clean", "tool_call_id": "h2"},
+    ]
+    reply = [{"type": "function_call", "call_id": "t1", "name": "f", "arguments": "{}", "id": "x"}]
+    assert normalize_output(reply) == {"role": "assistant", "content": "", "tool_calls": [
+        {**call, "id": "t1", "function": {"name": "f", "arguments": "{}"}}]}

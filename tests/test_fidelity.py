@@ -9,6 +9,7 @@ import importlib.util
 import fidelity_cases_autogen
 import fidelity_cases_custom
 import fidelity_cases_langgraph
+import fidelity_cases_openai_agents
 import pytest
 from conftest import check_trace, instrumentor_fixture, need_agent_framework
 from fidelity import Case, assert_faithful
@@ -20,10 +21,12 @@ from orch_otel import testing
 from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.langgraph import LangGraphInstrumentor
+from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
 from orch_otel.offline import convert_inputs
 from orch_otel.tracefiles import read_lines
 
-CASES: list[Case] = fidelity_cases_langgraph.CASES + fidelity_cases_autogen.CASES + fidelity_cases_custom.CASES
+CASES: list[Case] = (fidelity_cases_langgraph.CASES + fidelity_cases_autogen.CASES + fidelity_cases_openai_agents.CASES
+                     + fidelity_cases_custom.CASES)
 HAVE_AGENT_FRAMEWORK = all(importlib.util.find_spec(m) for m in ("agent_framework", "agent_framework_orchestrations"))
 if HAVE_AGENT_FRAMEWORK:  # Python >= 3.11 with the agent-framework extra (test_agent_framework_cases_are_in_the_suite)
     import fidelity_cases_maf
@@ -35,7 +38,8 @@ def _case_id(case: Case) -> str:
     return f"{case.framework}:{case.truth.app}"
 
 
-instrumented = instrumentor_fixture(LangGraphInstrumentor, AutoGenInstrumentor, AgentFrameworkInstrumentor)
+instrumented = instrumentor_fixture(LangGraphInstrumentor, AutoGenInstrumentor, AgentFrameworkInstrumentor,
+                                    OpenAIAgentsInstrumentor)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +50,9 @@ def finished_spans(sdk_provider):
     return exporter
 
 
-def test_the_suite_covers_at_least_twelve_app_shapes_across_both_frameworks():
+def test_the_suite_covers_at_least_twelve_app_shapes_across_the_frameworks():
     frameworks = {case.framework for case in CASES}
-    assert len(CASES) >= 12 and {"langgraph", "autogen"} <= frameworks, [_case_id(c) for c in CASES]
+    assert len(CASES) >= 12 and {"langgraph", "autogen", "openai_agents"} <= frameworks, [_case_id(c) for c in CASES]
     assert len({_case_id(c) for c in CASES}) == len(CASES), "two cases share a name"
 
 

@@ -57,6 +57,22 @@ AUTOGEN_STOP = "unspecified"
 # LangGraph (both peers): a conditional edge from START runs no node, so its choice (the swarm's
 # active-agent router) is in no span; and which node chose END is not recorded, so the stop is the
 # implied end of the run by the graph.
+# OpenAI Agents SDK (both peers turn the SDK's own trace into spans): its function and handoff spans
+# carry no call id and a handoff span no options; a handoff is logged as a handoff span, not as the
+# transfer_to_* tool call the model made; why the run stopped is in no span, so the stop is the implied
+# end of the run by the workflow. OpenLLMetry names the workflow "Agent Workflow" whatever the run config
+# says, and hangs an agent run inside a tool from the workflow, so agents as tools are no spawns there.
+def _sdk_peer(workflow: str | None = None, spawns: bool = True) -> Callable[[Truth], Truth]:
+    def expected(t: Truth) -> Truth:
+        root = workflow or {"openai-agents handoffs": "support", "openai-agents agents as tools": "report",
+                            "openai-agents parallel tools": "research"}[t.app.split(":")[0]]
+        calls = tuple(c for c in no_call_ids(t) if not c[1].startswith("transfer_to_"))
+        return dataclasses.replace(t, delegations=without_options(t), tool_calls=calls, stop=Stop(root, "end"),
+                                   **({} if spawns else {"instances": {}, "spawned_by": {}}))
+
+    return expected
+
+
 EXPECTED: dict[str, Callable[[Truth], Truth]] = {
     "autogen_core_selector": lambda t: dataclasses.replace(
         t, delegations=without_options(t), stop=Stop("SelectorGroupChat", AUTOGEN_STOP)),
@@ -101,6 +117,10 @@ EXPECTED: dict[str, Callable[[Truth], Truth]] = {
         t, delegations=without_options(t), stop=Stop("GroupChat", "end")),
     "agent_framework_magentic": lambda t: dataclasses.replace(
         t, delegations=without_options(t), stop=Stop("Magentic", "end")),
+    **{f"openinference_openai_agents_{app}": _sdk_peer() for app in ("handoffs", "as_tools", "parallel_tools")},
+    "openllmetry_openai_agents_handoffs": _sdk_peer("Agent Workflow"),
+    "openllmetry_openai_agents_as_tools": _sdk_peer("Agent Workflow", spawns=False),
+    "openllmetry_openai_agents_parallel_tools": _sdk_peer("Agent Workflow"),
 }
 
 
@@ -420,6 +440,9 @@ LANGGRAPH_CHAIN = {"openinference.span.kind": "CHAIN",
 SCOPES = {"openinference.instrumentation.langchain": LANGGRAPH_CHAIN,
           "opentelemetry.instrumentation.langchain": {"traceloop.span.kind": "task"},
           "openinference.instrumentation.autogen_agentchat": {"openinference.span.kind": "AGENT"},
+          "openinference.instrumentation.openai_agents": {"openinference.span.kind": "AGENT", "agent.name": "a"},
+          "opentelemetry.instrumentation.openai_agents": {"gen_ai.operation.name": "invoke_agent",
+                                                          "gen_ai.agent.name": "a"},
           "agent_framework": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"},
           "autogen-core": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}}
 

@@ -201,4 +201,42 @@ def test_a_fault_inside_an_agent_framework_hook_logs_no_content(lenient, caplog)
     assert streamed == "Paris and Rome are sunny."
     assert answers == ["maybe", "no", "yes"]
     assert any("Agent Framework hook" in line and "(RuntimeError" in line for line in logged), logged
+
+
+class _FailsInsideRuns:
+    """A tracer that starts a run's root span, then fails on every span inside it."""
+
+    def __init__(self, tracer) -> None:
+        self._tracer = tracer
+
+    def start_span(self, name, *args, **kwargs):
+        if name.startswith("invoke_workflow"):
+            return self._tracer.start_span(name, *args, **kwargs)
+        raise RuntimeError(f"messages=[{{'content': 'my key is {SECRET}'}}]")
+
+
+def test_a_fault_inside_an_openai_agents_hook_logs_no_content(lenient, caplog):
+    pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    import openai_agents_apps as apps
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    broken = Recorder()
+    broken.tracer = _FailsInsideRuns(broken.tracer)
+    previous = get_recorder()
+    set_recorder(broken)
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="orch_otel"):
+            answers = (apps.support()().final_output, apps.parallel_tools().final_output,
+                       apps.agents_as_tools().final_output, apps.stop_on_first_tool().final_output)
+            with pytest.raises(Exception, match="Guardrail"):  # the app's own exception still passes through
+                apps.output_tripwire()
+    finally:
+        instrumentor.uninstrument()
+        set_recorder(previous)
+    assert answers == ("Your invoice is paid.", "a and b; c failed", "report", "sunny in Paris")
+    logged = _logged_text(caplog.records)
+    assert any("OpenAI Agents hook" in line and "(RuntimeError" in line for line in logged), logged
     assert [line for line in logged if SECRET in line] == []

@@ -11,7 +11,7 @@ from conftest import check_trace, decisions_of
 
 from orch_otel.tracefiles import read_lines, trace_files
 
-HEAVY = ("langgraph", "langgraph.pregel", "autogen_agentchat", "autogen_core", "langchain_core", "pydantic.v1")
+HEAVY = ("langgraph", "langgraph.pregel", "autogen_agentchat", "autogen_core", "langchain_core", "pydantic.v1", "agents")
 
 PRINT_LOADED = (
     "import sys, json\n"

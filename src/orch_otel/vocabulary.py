@@ -22,6 +22,7 @@ __all__ = [
     "SpanEvent",
     "Status",
     "StopReason",
+    "System",
     "Topology",
     "TransferMode",
     "TransferTarget",
@@ -60,6 +61,16 @@ class EdgeKind(_StrEnum):
     RETURN = "return"
     AGGREGATE = "aggregate"
     SAFETY_FLOW = "safety_flow"
+
+
+class System(_StrEnum):
+    """``orch.system`` values: the framework an integration records. A
+    framework's name is its PyPI distribution's in snake case."""
+
+    LANGGRAPH = "langgraph"
+    AUTOGEN = "autogen"
+    OPENAI_AGENTS = "openai_agents"  # openai-agents: not "openai", which is the model provider
+    CUSTOM = "custom"
 
 
 class Topology(_StrEnum):
@@ -183,7 +194,7 @@ class Attr:
     EXCEPTION_ESCAPED = "exception.escaped"
 
     # Project namespace: orchestration facts the GenAI conventions lack.
-    SYSTEM = "orch.system"  # framework that produced the run: langgraph, autogen, custom
+    SYSTEM = "orch.system"  # framework that produced the run: a System value
     TOPOLOGY = "orch.topology"
     TASK_ID = "orch.task.id"
     AGENT_ROLE = "orch.agent.role"

@@ -30,7 +30,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from compare import RunResult, describe_difference, differing, named_problems, not_passing, run_problem  # noqa: E402
-from suites import SUITES, Suite  # noqa: E402
+from suites import SUITES, VENVS, Suite  # noqa: E402
 
 # the user's own telemetry settings must not reach either run
 _DROPPED_ENV_PREFIXES = ("OTEL_", "ORCH_OTEL_", "PYTEST_ADDOPTS", "ORCH_HOST_")
@@ -40,35 +40,43 @@ _ALSO_PINNED = ("langgraph", "langchain", "autogen-ext", "opentelemetry-api", "o
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     project_python = _venv_python(args.project_venv)
-    hosts_python = _venv_python(args.hosts_venv)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    if args.setup:
-        try:
-            _setup_hosts_venv(args.project_venv, args.hosts_venv, work)
-        except subprocess.CalledProcessError as error:
-            print(f"FAILED: could not set up {args.hosts_venv}: {' '.join(map(str, error.cmd))} exited {error.returncode}")
-            return 1
     suites = [s for s in SUITES if not args.suite or s.name in args.suite]
     unknown = set(args.suite or ()) - {s.name for s in SUITES}
     if unknown:
         print(f"unknown suite(s): {', '.join(sorted(unknown))}; known: {', '.join(s.name for s in SUITES)}")
         return 2
+    venvs = {s.venv: _suite_venv(s, args.hosts_venv) for s in suites}  # each venv the chosen suites run in
+    if args.setup:
+        for key, venv in venvs.items():
+            try:
+                if key is None:
+                    _setup_hosts_venv(args.project_venv, venv, work)
+                else:
+                    _setup_own_venv(args.project_venv, venv, VENVS[key].extras, HERE / VENVS[key].requirements, work)
+            except subprocess.CalledProcessError as error:
+                print(f"FAILED: could not set up {venv}: {' '.join(map(str, error.cmd))} exited {error.returncode}")
+                return 1
     # the suites' own versions, and the libraries their tests run on
-    dists = sorted({s.dist for s in suites} | set(_ALSO_PINNED))
-    versions = _installed_versions(project_python, dists)
-    host_versions = _installed_versions(hosts_python, dists)
-    failures = [f"{dist}: .venv-hosts has {host_versions[dist]}, the project's venv {versions[dist]} (rerun with --setup)"
-                for dist in dists if host_versions[dist] != versions[dist]]
+    failures = []
+    versions: dict[str, str] = {}
+    for key, venv in venvs.items():
+        dists = sorted({s.dist for s in suites if s.venv == key} | set(_ALSO_PINNED if key is None else ()))
+        versions.update(_installed_versions(project_python, dists))
+        host_versions = _installed_versions(_venv_python(venv), dists)
+        failures += [f"{dist}: {venv.name} has {host_versions[dist]}, the project's venv {versions[dist]} "
+                     "(rerun with --setup)" for dist in dists if host_versions[dist] != versions[dist]]
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1
-    print("versions (the same in both venvs): " + ", ".join(f"{dist} {versions[dist]}" for dist in dists))
+    print("versions (the same in the project's and the suites' venvs): "
+          + ", ".join(f"{dist} {versions[dist]}" for dist in sorted(versions)))
     started = time.monotonic()
     for suite in suites:
         version = versions[suite.dist]
         suite_start = time.monotonic()
-        problems = _run_suite(suite, version, hosts_python, work, args.per_test_timeout)
+        problems = _run_suite(suite, version, _venv_python(venvs[suite.venv]), work, args.per_test_timeout)
         print(f"   ({time.monotonic() - suite_start:.0f} s)")
         failures.extend(f"{suite.name}: {problem}" for problem in problems)
     print(f"\n== host suites: {len(suites)} suite(s) in {time.monotonic() - started:.0f} s")
@@ -97,9 +105,48 @@ def _venv_python(venv: Path) -> Path:
     return venv.resolve() / "bin" / "python"
 
 
+# The OpenAI Agents SDK needs openai 3 and mcp 2; autogen's own tests need openai < 2 and
+# mcp < 2 (requirements.txt). So .venv-hosts takes every extra of [all] but the SDK's, and
+# leaves those two distributions unpinned by .venv.
+_NOT_HOSTED_EXTRAS = ("openai-agents",)
+_NOT_PINNED = ("openai", "mcp")
+
+
+def _host_extras() -> str:
+    import tomllib
+
+    (spec,) = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["all"]
+    extras = spec[spec.index("[") + 1:spec.index("]")].split(",")
+    return ",".join(e for e in extras if e not in _NOT_HOSTED_EXTRAS)
+
+
+def _pins(frozen: str) -> str:
+    return "".join(line for line in frozen.splitlines(keepends=True)
+                   if line.split("==")[0].strip().lower() not in _NOT_PINNED)
+
+
+def _suite_venv(suite: Suite, hosts_venv: Path) -> Path:
+    return hosts_venv if suite.venv is None else REPO / VENVS[suite.venv].path
+
+
+def _setup_own_venv(project_venv: Path, venv: Path, extras: str, requirements: Path, work: Path) -> None:
+    """A suite's own venv: the project with ``extras`` and the suite's test
+    dependencies, pinned to the versions in the project's venv."""
+    print(f"== setting up {venv}")
+    if not _venv_python(venv).exists():
+        _check([sys.executable, "-m", "venv", str(venv)])
+    pip = [str(_venv_python(venv)), "-m", "pip"]
+    _check([*pip, "install", "-q", "--upgrade", "pip"])
+    frozen = subprocess.run([str(_venv_python(project_venv)), "-m", "pip", "freeze", "--exclude-editable"],
+                            check=True, capture_output=True, text=True).stdout
+    constraints = work / f"constraints-{venv.name}.txt"
+    constraints.write_text(frozen, encoding="utf-8")
+    _check([*pip, "install", "-q", "-c", str(constraints), "-e", f"{REPO}[{extras}]", "-r", str(requirements)])
+
+
 def _setup_hosts_venv(project_venv: Path, hosts_venv: Path, work: Path) -> None:
-    """The project's [all] extras and the suites' test dependencies, pinned to
-    the versions in the project's venv."""
+    """The project's [all] extras (but the OpenAI Agents SDK's) and the suites'
+    test dependencies, pinned to the versions in the project's venv."""
     print(f"== setting up {hosts_venv}")
     if not _venv_python(hosts_venv).exists():
         _check([sys.executable, "-m", "venv", str(hosts_venv)])
@@ -108,8 +155,9 @@ def _setup_hosts_venv(project_venv: Path, hosts_venv: Path, work: Path) -> None:
     frozen = subprocess.run([str(_venv_python(project_venv)), "-m", "pip", "freeze", "--exclude-editable"],
                             check=True, capture_output=True, text=True).stdout
     constraints = work / "constraints.txt"
-    constraints.write_text(frozen, encoding="utf-8")
-    _check([*hosts_pip, "install", "-q", "-c", str(constraints), "-e", f"{REPO}[all]", "-r", str(HERE / "requirements.txt")])
+    constraints.write_text(_pins(frozen), encoding="utf-8")
+    _check([*hosts_pip, "install", "-q", "-c", str(constraints), "-e", f"{REPO}[{_host_extras()}]",
+            "-r", str(HERE / "requirements.txt")])
 
 
 def _installed_versions(python: Path, dists: list[str]) -> dict[str, str]:

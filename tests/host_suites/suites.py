@@ -25,6 +25,25 @@ class Suite:
     stand_ins: bool = False
     # distributions that must look uninstalled to these tests (plugins/host_hide_dists.py)
     hide_dists: tuple[str, ...] = ()
+    # the venv the suite runs in: None for .venv-hosts, else a venv of its own (VENVS), for a
+    # framework whose pins cannot share one with the others
+    venv: str | None = None
+
+
+@dataclass(frozen=True)
+class Venv:
+    """A suite venv of its own: the project with ``extras``, and the suite's test
+    dependencies from ``requirements`` (a file beside this one), pinned to .venv's versions."""
+
+    path: str  # relative to the repository
+    extras: str
+    requirements: str
+
+
+VENVS = {
+    # The OpenAI Agents SDK needs openai 3 and mcp 2; autogen's tests need both below 2.
+    "openai-agents": Venv(".venv-hosts-openai-agents", "openai-agents", "requirements-openai-agents.txt"),
+}
 
 
 LANGCHAIN_CORE_RUNNABLES = "tests/unit_tests/runnables"
@@ -33,6 +52,24 @@ _TIKTOKEN_DOWNLOAD = "tiktoken downloads its encoding files when first used; the
 SUITES: tuple[Suite, ...] = (
     Suite(name="langgraph-supervisor", dist="langgraph-supervisor", targets=("tests",)),
     Suite(name="langgraph-swarm", dist="langgraph-swarm", targets=("tests",)),
+    # The OpenAI Agents SDK's runner, hooks, agents as tools, handoffs, guardrails, limits,
+    # tool_use_behavior, run state and its own tracing (what orch-otel wraps or must leave
+    # alone): 19 files, about 1500 tests, a minute a run. Its whole suite is 391 files.
+    Suite(
+        name="openai-agents",
+        dist="openai-agents",
+        venv="openai-agents",
+        targets=tuple(f"tests/{name}.py" for name in (
+            "test_agent_runner", "test_agent_runner_streamed", "test_agent_runner_sync", "test_agent_hooks",
+            "test_agent_llm_hooks", "test_agent_as_tool", "test_run_hooks", "test_guardrails", "test_handoff_tool",
+            "test_max_turns", "test_tool_use_behavior", "test_tracing", "test_tracing_errors",
+            "test_tracing_errors_streamed", "test_runner_tracing_disabled", "test_run_step_execution",
+            "test_agent_tracing", "test_run_state", "test_trace_processor",
+        )),
+        named=("tests/test_run_hooks.py::test_async_run_hooks_with_llm",
+               "tests/test_run_hooks.py::test_runner_run_rejects_agent_hooks",
+               "tests/test_run_hooks.py::test_runner_run_streamed_rejects_agent_hooks"),
+    ),
     Suite(name="autogen-agentchat", dist="autogen-agentchat", targets=("tests",)),
     # autogen-core: the runtime orch-otel hooks into, and its own telemetry on
     # a user's provider (issue 16); autogen_test_utils is not on PyPI, see

@@ -2,8 +2,10 @@
 
 Recorded content is whatever the app or integration passed: a string, a list
 of strings, OpenAI-style messages, LangChain message dicts (``type``: human /
-ai / system / tool), GenAI-convention messages with ``parts``, or AutoGen
-messages with ``source``. Every shape becomes a list of messages whose role is
+ai / system / tool), GenAI-convention messages with ``parts``, AutoGen
+messages with ``source``, or Responses-API input items (the OpenAI Agents
+SDK's: ``message`` items with ``input_text`` / ``output_text`` parts,
+``function_call`` and ``function_call_output``). Every shape becomes a list of messages whose role is
 one of system, user, assistant, tool and whose content is a string; assistant
 tool calls are kept in OpenAI form (``tool_calls``: ``{id, type, function:
 {name, arguments}}``, arguments as JSON text).
@@ -40,6 +42,10 @@ _TYPE_ROLES = {  # AutoGen / LangChain class-ish type names
 }
 
 
+_TEXT_PARTS = ("text", "input_text", "output_text", None)
+_SKIPPED_ITEMS = ("reasoning",)  # Responses items that are no chat message
+
+
 def _json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
@@ -55,7 +61,7 @@ def text_of(content: Any) -> str:
         for part in content:
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, dict) and part.get("type") in ("text", None) and isinstance(
+            elif isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(
                 text := part.get("text", part.get("content")), str
             ):
                 texts.append(text)
@@ -136,13 +142,30 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
         value = value["messages"]
     if not isinstance(value, list):
         value = [value]
-    out = []
+    out: list[dict[str, Any]] = []
     for m in value:
-        if isinstance(m, dict) and m.get("type") == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
+        kind = m.get("type") if isinstance(m, dict) else None
+        if kind == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
             out.extend(_autogen_results(m["content"]))  # recorded raw by orch-otel before 0.x: one message per result
-        else:
+        elif kind == "function_call" and "call_id" in m:
+            _add_responses_call(out, m)
+        elif kind == "function_call_output" and "call_id" in m:
+            out.append({"role": "tool", "content": text_of(m.get("output")), "tool_call_id": str(m["call_id"])})
+        elif kind not in _SKIPPED_ITEMS:
             out.append(normalize_message(m, default_role))
     return out
+
+
+def _add_responses_call(out: list[dict[str, Any]], item: dict[str, Any]) -> None:
+    """A Responses ``function_call`` item: a tool call of the assistant message
+    it follows (the items of one reply), else an assistant message of its own."""
+    args = item.get("arguments", "{}")
+    call = {"id": str(item["call_id"]), "type": "function",
+            "function": {"name": str(item.get("name") or ""), "arguments": args if isinstance(args, str) else _json(args)}}
+    if out and out[-1]["role"] == "assistant":
+        out[-1].setdefault("tool_calls", []).append(call)
+    else:
+        out.append({"role": "assistant", "content": "", "tool_calls": [call]})
 
 
 def _autogen_results(results: list[Any]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ reads is marked ``implied``; what a source never records is left out.
 * :mod:`._langgraph`: OpenInference and OpenLLMetry on LangGraph apps;
 * :mod:`._autogen`: AutoGen's own runtime tracing, its traces stitched per run;
 * :mod:`._agent_framework`: Microsoft Agent Framework's own tracing;
+* :mod:`._openai_agents`: OpenInference and OpenLLMetry on OpenAI Agents SDK apps;
 * :mod:`._genai`: any other GenAI semantic-convention spans.
 """
 
@@ -24,6 +25,9 @@ from ._genai import DEFINITION_OPS, map_genai
 from ._langchain_views import openinference_view, openllmetry_view
 from ._langgraph import map_langgraph
 from ._native import has_cycle, operation
+from ._openai_agents import OPENINFERENCE_SCOPE as OPENAI_AGENTS_OI_SCOPE
+from ._openai_agents import OPENLLMETRY_SCOPE as OPENAI_AGENTS_OLL_SCOPE
+from ._openai_agents import map_openai_agents
 from .sources import (
     AGENT_FRAMEWORK,
     AUTOGEN,
@@ -39,6 +43,7 @@ from .sources import (
 
 __all__ = ["AUTOGEN", "MIXED", "SOURCES", "RunPool", "is_definition", "map_trace", "source_of", "trace_source"]
 
+_OPENAI_AGENTS_SCOPES = (OPENAI_AGENTS_OI_SCOPE, OPENAI_AGENTS_OLL_SCOPE)
 SOURCES = ("auto", ORCH_OTEL, OPENINFERENCE, OPENLLMETRY, AUTOGEN, AGENT_FRAMEWORK, GENAI)  # what --source takes
 
 
@@ -52,6 +57,8 @@ def map_trace(spans: list[SpanRecord], source: str, policy: ContentPolicy | None
         if notes is not None:
             notes.append(f"its parent links loop, so its {source} spans are read as plain spans")
         return spans
+    if source in (OPENINFERENCE, OPENLLMETRY) and any(s.scope in _OPENAI_AGENTS_SCOPES for s in spans):
+        return map_openai_agents(spans, source, policy)
     if source == OPENINFERENCE:
         if any(s.scope == AGENTCHAT_SCOPE for s in spans):
             return map_agentchat(spans, source, policy)

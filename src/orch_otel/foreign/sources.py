@@ -27,6 +27,7 @@ _BY_SCOPE = {INSTRUMENTATION_NAME: ORCH_OTEL, "autogen-core": AUTOGEN, "agent_fr
 _SCOPE_PREFIXES = (
     ("openinference.instrumentation.", OPENINFERENCE),
     ("opentelemetry.instrumentation.langchain", OPENLLMETRY),
+    ("opentelemetry.instrumentation.openai_agents", OPENLLMETRY),
     ("autogen ", AUTOGEN),  # "autogen SingleThreadedAgentRuntime": the runtime's publish/send/process spans
 )
 _KNOWN: dict[str, str] = {}  # scope name -> source: scope names are few

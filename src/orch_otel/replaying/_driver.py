@@ -36,6 +36,7 @@ _ADAPTERS = (
     ("langgraph.", "orch_otel.integrations.langgraph._replay"),
     ("autogen_agentchat.", "orch_otel.integrations.autogen._replay"),
     ("agent_framework.", "orch_otel.integrations.agent_framework._replay"),
+    ("agents.", "orch_otel.integrations.openai_agents._replay"),
 )
 
 
@@ -76,7 +77,7 @@ def adapter_for(app: Any) -> ModuleType:
                 return adapter
     raise ReplayError(f"cannot replay a {type(app).__module__}.{type(app).__qualname__}: the factory must return "
                       "a compiled LangGraph graph, an AutoGen agentchat team or agent, an Agent Framework workflow "
-                      "or agent, or a function decorated "
+                      "or agent, an OpenAI Agents SDK agent, or a function decorated "
                       "with @orch_otel.workflow or @orch_otel.agent")
 
 

@@ -254,6 +254,8 @@ def plan(trace: dict[str, Any], contents: Mapping[str, str], event_id: str, choo
                         f"{', '.join(sorted(handoffs))}")
 
     def rewrite(output: Any) -> Any:
+        if _is_responses(output):
+            return _rewrite_responses(output, handoffs, tool_for[_norm(choose)] if choose != STOP else None, event_id)
         if not isinstance(output, dict):
             output = {"role": "assistant", "content": output}
         calls = [dict(c) for c in output.get("tool_calls") or ()]
@@ -300,6 +302,30 @@ def _json_choice(text: str, choose: str) -> str | None:
     else:
         return None
     return orjson.dumps(answer).decode()
+
+
+def _is_responses(output: Any) -> bool:
+    """A reply recorded as Responses-API output items (the OpenAI Agents SDK's)."""
+    return isinstance(output, list) and bool(output) and all(isinstance(i, dict) and "type" in i for i in output)
+
+
+def _rewrite_responses(items: list[dict[str, Any]], handoffs: Mapping[str, str], tool: str | None,
+                       event_id: str) -> list[dict[str, Any]]:
+    """The reply with its handoff call changed to ``tool`` (or added, when it
+    handed off to no one); ``tool=None`` (stop) drops the handoff call, which
+    needs an answer in the reply to end the run on."""
+    handing = [i for i in items if i.get("type") == "function_call" and i.get("name") in handoffs]
+    others = [i for i in items if not any(i is h for h in handing)]
+    if tool is None:
+        if handing and any(i.get("type") == "message" for i in others):
+            return others
+        return _no_choice(items, event_id)
+    if handing:
+        return [{**handing[0], "name": tool}, *others]
+    if handoffs:
+        return [*others, {"type": "function_call", "call_id": f"call_fork_{event_id}", "id": f"fc_fork_{event_id}",
+                          "name": tool, "arguments": "{}"}]
+    return _no_choice(items, event_id)
 
 
 def _no_choice(output: Any, event_id: str) -> Any:

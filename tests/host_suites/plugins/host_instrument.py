@@ -17,10 +17,10 @@ import orch_otel
 
 _TRACE_DIR = Path(os.environ["ORCH_HOST_TRACE_DIR"])
 # The modules whose first import patches a framework (orch-otel instruments on
-# first import). An app using LangGraph or AutoGen imports them; most of
+# first import). An app using LangGraph, AutoGen or the OpenAI Agents SDK imports them; most of
 # langchain-core's and autogen-core's own tests never do, so without this the
 # instrumented run would test nothing there.
-_FRAMEWORK_ENTRIES = ("langgraph.pregel", "autogen_agentchat")
+_FRAMEWORK_ENTRIES = ("langgraph.pregel", "autogen_agentchat", "agents")
 
 orch_otel.instrument(trace_dir=_TRACE_DIR)
 for _module in _FRAMEWORK_ENTRIES:

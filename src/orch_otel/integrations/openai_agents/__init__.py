@@ -1,0 +1,110 @@
+"""orch-otel instrumentation for the OpenAI Agents SDK (``openai-agents`` 0.24).
+
+Records every top-level ``Runner.run`` / ``run_sync`` / ``run_streamed`` as
+exactly one trace:
+
+- the run (``invoke_workflow {workflow_name}``, ``orch.system`` =
+  ``openai_agents``; the task id is the run config's ``group_id``, else the
+  session's id, so the runs of one session form one task),
+- each agent segment (``invoke_agent {agent}``; a new one after every
+  handoff, back-handoffs included),
+- each model call (``chat {model}``) with that call's token usage and the
+  exact input the model got (after handoff input filters),
+- function tools (``execute_tool {tool}`` with the model's call ids; parallel
+  calls overlap; a tool whose body raised is an error),
+- handoffs as a delegation by the handing-off agent, its enabled handoffs as
+  the options, plus the ``transfer_to_*`` tool call with the model's call id,
+- agents as tools (and any run inside a tool or guardrail) as spawned
+  sub-agents of the calling agent, inside the tool's span,
+- stops: an agent's answer is its own voluntary ``end``; a tool_use_behavior
+  stop is its voluntary stop naming the tool; guardrail tripwires and
+  ``max_turns`` (raised, or answered by an error handler) are the run's
+  forced stop naming the guardrail or the limit; a run that stops for a
+  human's approval ends ``interrupt``, and its resume (a ``RunState`` input)
+  starts with a human intervention.
+
+It reads the run through run hooks it passes to each run (calling the app's
+own hooks too) and a few steps of the run loop, not through the SDK's trace
+processors: it records the same with the SDK's tracing disabled, and leaves
+the SDK's own tracing (its processors, exporter and sensitive-data settings)
+untouched. See ``docs/openai-agents.md``.
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+    OpenAIAgentsInstrumentor().instrument()
+
+``orch_otel.instrument()`` does this for you when the SDK is installed. The
+SDK is patched when ``agents`` is first imported (or at once if it is);
+instrumenting imports no framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+
+from .._lazy import WhenImported
+from .._patch import Patches, recorder_for
+from .package import _instruments
+
+__all__ = ["OpenAIAgentsInstrumentor"]
+
+
+class OpenAIAgentsInstrumentor(BaseInstrumentor):
+    """Patches the OpenAI Agents SDK's runner so that each top-level run is
+    one orchestration trace. ``instrument(tracer_provider=None)``: spans go
+    through orch-otel's recorder, or a recorder on ``tracer_provider``."""
+
+    _patches: Patches | None = None
+    _pending: WhenImported | None = None
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        self._pending = WhenImported("agents", lambda: self._patch_sdk(**kwargs), self._unpatch,
+                                     "the OpenAI Agents SDK")
+        self._pending.start()
+
+    def _patch_sdk(self, **kwargs: Any) -> None:
+        # The SDK is imported only here: on its first import, after the dependency check.
+        from agents import exceptions, run, run_state, tool
+        from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
+        from agents.run_internal import run_loop, tool_execution, turn_resolution
+
+        from . import _runs, _steps
+        from ._hooks import hooks_class
+
+        recorder = recorder_for(kwargs.get("tracer_provider"))
+        patches = self._patches = Patches()
+        tripwires = {
+            exceptions.InputGuardrailTripwireTriggered: "input_guardrail_tripwire",
+            exceptions.OutputGuardrailTripwireTriggered: "output_guardrail_tripwire",
+        }
+
+        def end(state: Any, error: BaseException | None, result: Any = None) -> None:
+            _runs.finish(state, error, (exceptions.MaxTurnsExceeded,), tripwires, result)
+
+        begin = _runs.beginner(recorder, hooks_class(RunHooks), (RunHooksBase, AgentHooksBase), run_state.RunState)
+        patches.wrap(run.AgentRunner, "run", _runs.run_wrapper(begin, end))
+        patches.wrap(run.AgentRunner, "run_streamed", _runs.run_streamed_wrapper(begin, end))
+
+        patches.wrap(run_loop, "get_handoffs", _steps.enabled_handoffs())
+        patches.wrap(run_loop, "get_all_tools", _steps.offered_tools())
+        patches.wrap(tool_execution._FunctionToolBatchExecutor, "_execute_single_tool_body", _steps.function_tool())
+        patches.wrap(tool, "maybe_invoke_function_tool_failure_error_function", _steps.tool_failure())
+        patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
+        for module in (run, run_loop):
+            patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.cancel()  # waits for a patch in progress
+        self._unpatch()
+
+    def _unpatch(self) -> None:
+        if self._patches is not None:
+            self._patches.remove()
+            self._patches = None

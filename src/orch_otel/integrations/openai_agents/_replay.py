@@ -1,0 +1,106 @@
+"""Replay of an OpenAI Agents SDK app: run the starting agent again on a
+recorded run's input, and answer its model and tool calls from the
+recording (``orch_otel._serving``).
+
+The seams: the model each turn resolves (``run_loop.get_model``) is wrapped
+in a ``Model`` that asks the replay's server first, with the prompt the
+instrumentation's model-call span has just recorded; a function tool's body
+(``_invoke_function_tool_with_metadata``) is answered from the recording
+inside the tool's span. An agent used as a tool runs for real, so its own
+model calls are answered in turn. Streamed runs are not served yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import Agent, RunConfig, Runner
+from agents.models.interface import Model
+from agents.run_internal import run_loop, tool_execution
+from agents.tool import _FunctionToolInvocationResult
+from agents.usage import Usage
+from openai.types.responses import ResponseOutputItem
+from pydantic import TypeAdapter
+
+from ..._serving import ACTIVE, ModelCall, Served, ToolCall
+from ...vocabulary import Attr
+from .._patch import Patches
+from . import OpenAIAgentsInstrumentor
+from ._state import DEFAULT_WORKFLOW, RUN, TOOL
+
+_ITEMS = TypeAdapter(list[ResponseOutputItem])
+
+
+def accepts(app: Any) -> bool:
+    return isinstance(app, Agent)
+
+
+def instrumentor() -> OpenAIAgentsInstrumentor:
+    return OpenAIAgentsInstrumentor()
+
+
+def install(patches: Patches) -> None:
+    patches.wrap(run_loop, "get_model", _serve_models)
+    patches.wrap(tool_execution, "_invoke_function_tool_with_metadata", _serve_tools)
+
+
+async def run(app: Any, run_input: Any) -> Any:
+    """Run the starting agent once on a recorded input (``_runs._run_input``'s form)."""
+    if not isinstance(run_input, dict) or "input" not in run_input:
+        raise ValueError("the recorded run input is not an OpenAI Agents SDK run input ({'input': ...})")
+    config = RunConfig(workflow_name=str(run_input.get("workflow") or DEFAULT_WORKFLOW))
+    return await Runner.run(app, run_input["input"], run_config=config)
+
+
+def _serve_models(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    model = wrapped(*args, **kwargs)
+    return _ServedModel(model) if ACTIVE.get() is not None else model
+
+
+class _ServedModel(Model):
+    """The turn's model, answering from the recording while a replay is active."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        served = _served_reply()
+        if served is None:
+            return await self._model.get_response(*args, **kwargs)
+        from agents.items import ModelResponse
+
+        prompt, completion = served.input_tokens or 0, served.output_tokens or 0
+        return ModelResponse(output=_ITEMS.validate_python(served.output or []), response_id=None,
+                             usage=Usage(requests=1, input_tokens=prompt, output_tokens=completion,
+                                         total_tokens=prompt + completion))
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self._model.stream_response(*args, **kwargs)
+
+    def get_retry_advice(self, request: Any) -> Any:
+        return self._model.get_retry_advice(request)
+
+
+def _served_reply() -> Served | None:
+    server, state = ACTIVE.get(), RUN.get()
+    if server is None or state is None or state.llm is None:
+        return None
+    attributes = getattr(state.llm.span, "attributes", None) or {}
+    return server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF),
+                                  model=attributes.get(Attr.REQUEST_MODEL)))
+
+
+async def _serve_tools(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    server, run = ACTIVE.get(), TOOL.get()
+    tool = kwargs.get("function_tool")
+    if server is None or run is None or getattr(tool, "_is_agent_tool", False):
+        return await wrapped(*args, **kwargs)
+    attributes = getattr(run.invocation.span, "attributes", None) or {}
+    served = server.tool(ToolCall(name=str(attributes.get(Attr.TOOL_NAME)),
+                                  call_id=attributes.get(Attr.TOOL_CALL_ID), args_ref=attributes.get(Attr.INPUT_REF)))
+    if served is None:
+        return await wrapped(*args, **kwargs)
+    return _FunctionToolInvocationResult(served.output)

@@ -1,0 +1,252 @@
+"""``AgentRunner.run`` (``Runner.run``, ``run_sync`` and agents as tools go
+through it) and ``AgentRunner.run_streamed``: a top-level run is one trace,
+rooted at its workflow; a run inside a tool (or a guardrail) is its caller's
+sub-agent. Each run gets orch-otel's run hooks (which call the app's)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace import Link, SpanContext
+
+from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
+from ..._invocation import Invocation
+from ...recorder import Recorder
+from ._hooks import close_open, resumed
+from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
+
+Begin = Callable[[tuple[Any, ...], dict[str, Any]], "tuple[RunState, dict[str, Any]] | None"]
+End = Callable[..., None]  # (state, error, result=None)
+
+
+def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type], run_state_type: type | None) -> Begin:
+    """``begin(args, kwargs)``: the run's state and the kwargs to call the SDK
+    with (orch-otel's hooks around the app's), or None to run untraced."""
+    run_hooks_base, agent_hooks_base = hook_bases
+
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunState, dict[str, Any]] | None:
+        hooks = kwargs.get("hooks")
+        if hooks is not None and (not isinstance(hooks, run_hooks_base) or isinstance(hooks, agent_hooks_base)):
+            return None  # the SDK refuses these hooks with its own error: leave it to say so
+        run_config = kwargs.get("run_config")
+        caller = RUN.get()
+        if caller is not None and not caller.finished:  # a run inside a tool or guardrail of another run
+            tool = TOOL.get()
+            if tool is not None:
+                parent = tool.invocation.context
+            else:
+                parent = caller.segment.context if caller.segment is not None else caller.parent
+            state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
+        else:
+            workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
+            run_input = arg(args, kwargs, 1, "input")
+            previous = _interrupted_run(run_input) if _is_state(run_input) else None
+            root = recorder.workflow(
+                workflow, task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
+                input=_run_input(run_input, workflow),
+                links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
+            ).start(attach=False)
+            state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
+                             run_config=run_config)
+            if previous is not None:
+                state.resume_of = format(previous.trace_id, "032x")
+        if _is_state(arg(args, kwargs, 1, "input")):
+            resumed(state, getattr(arg(args, kwargs, 1, "input"), "_current_agent", None))
+        return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
+
+    def _is_state(value: Any) -> bool:
+        return run_state_type is not None and isinstance(value, run_state_type)
+
+    return begin
+
+
+# The interrupted runs awaiting a resume, by the call ids of the tool calls awaiting approval
+# (what the resumed RunState carries too); bounded: a run never resumed is forgotten eventually.
+INTERRUPTED: OrderedDict[tuple[str, ...], SpanContext] = OrderedDict()
+_INTERRUPTED_MAX = 1024
+_interrupted_lock = threading.Lock()
+
+
+def _call_id(item: Any) -> str:
+    raw = getattr(item, "raw_item", None)
+    call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+    return str(call_id or "")
+
+
+def _pending_calls(items: Any) -> tuple[str, ...]:
+    return tuple(sorted(_call_id(i) for i in items or ()))
+
+
+def _interrupted_run(run_state: Any) -> SpanContext | None:
+    """The interrupted run that ``run_state`` resumes, if this process recorded it."""
+    try:
+        calls = _pending_calls(run_state.get_interruptions())
+    except Exception:
+        telemetry_failed("resume lookup")
+        return None
+    with _interrupted_lock:
+        return INTERRUPTED.pop(calls, None) if any(calls) else None
+
+
+def _remember_interrupt(state: RunState, result: Any) -> None:
+    calls = _pending_calls(getattr(result, "interruptions", None))
+    if state.root is None or not any(calls):
+        return
+    context = state.root.span.get_span_context()
+    if context.is_valid:
+        with _interrupted_lock:
+            INTERRUPTED[calls] = context
+            while len(INTERRUPTED) > _INTERRUPTED_MAX:
+                INTERRUPTED.popitem(last=False)
+
+
+def _task_id(run_config: Any, session: Any) -> str | None:
+    """The SDK's link between the traces of one conversation, else the session's id."""
+    group = getattr(run_config, "group_id", None)
+    if group:
+        return str(group)
+    session_id = getattr(session, "session_id", None)
+    return str(session_id) if session_id else None
+
+
+def _run_input(value: Any, workflow: str) -> Any:
+    """The run's input as a replay feeds it again (a RunState resumes: its input is in the state)."""
+    if value is None or not isinstance(value, (str, list)):
+        return None
+    return {"input": plain(value), "workflow": workflow}
+
+
+def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
+           tripwires: dict[type, str], result: Any = None) -> None:
+    """Record how the run stopped and end its spans (once). A run that
+    returns with interruptions (tools awaiting a human's approval) is
+    interrupted, not ended."""
+    if state.finished:
+        return
+    state.finished = True
+    try:
+        _stop(state, error, limit_errors, tripwires)
+        interrupted = error is None and bool(getattr(result, "interruptions", None))
+        close_open(state, error)
+        root = state.root
+        if root is not None:
+            if error is not None:
+                root.fail(error)
+            elif interrupted:
+                _remember_interrupt(state, result)
+                root.end(outcome=INTERRUPTED_OUTCOME)
+            else:
+                root.end()
+    except Exception:
+        telemetry_failed("run end")
+
+
+def _stop(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
+          tripwires: dict[type, str]) -> None:
+    """A limit or a guardrail stops the run: the root's forced stop (a nested
+    run's agent's, having no root), naming what stopped it."""
+    target: Invocation | None = state.root or state.segment
+    if target is None:
+        return
+    if error is None:
+        if state.limit is not None:
+            target.stop(state.limit, source=state.limit, forced=True)
+        return
+    if isinstance(error, limit_errors):
+        target.stop("max_turns", source="max_turns", forced=True)
+        return
+    for kind, reason in tripwires.items():
+        if isinstance(error, kind):
+            target.stop(reason, source=_guardrail_name(error), forced=True)
+            return
+
+
+def _guardrail_name(error: BaseException) -> str | None:
+    try:
+        return str(error.guardrail_result.guardrail.get_name())  # type: ignore[attr-defined]
+    except Exception:
+        return None
+
+
+def run_wrapper(begin: Begin, end: End) -> Any:
+    """``AgentRunner.run``: the run's context is current while it runs."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            begun = begin(args, kwargs)
+        except Exception:
+            telemetry_failed("run start")
+            begun = None
+        if begun is None:
+            return await wrapped(*args, **kwargs)
+        state, traced_kwargs = begun
+        token = RUN.set(state)
+        attached = otel_context.attach(state.root.context) if state.root is not None and state.root.context else None
+        try:
+            result = await wrapped(*args, **traced_kwargs)
+        except BaseException as exc:
+            end(state, exc)
+            raise
+        finally:
+            _restore(token, attached)
+        end(state, None, result)
+        return result
+
+    return wrapper
+
+
+def run_streamed_wrapper(begin: Begin, end: End) -> Any:
+    """``AgentRunner.run_streamed``: returns at once; the run goes on in the
+    result's ``run_loop_task``, which inherits the run's context and ends the
+    run's spans when it ends (also when the consumer stops early)."""
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            begun = begin(args, kwargs)
+        except Exception:
+            telemetry_failed("streamed run start")
+            begun = None
+        if begun is None:
+            return wrapped(*args, **kwargs)
+        state, traced_kwargs = begun
+        token = RUN.set(state)
+        attached = otel_context.attach(state.root.context) if state.root is not None and state.root.context else None
+        try:
+            result = wrapped(*args, **traced_kwargs)
+        except BaseException as exc:
+            end(state, exc)
+            raise
+        finally:
+            _restore(token, attached)
+        try:
+            task = getattr(result, "run_loop_task", None)
+            if task is None:
+                end(state, None)
+            else:
+                task.add_done_callback(lambda done: end(state, _stream_error(result, done), result))
+        except Exception:
+            telemetry_failed("streamed run")
+        return result
+
+    return wrapper
+
+
+def _stream_error(result: Any, task: Any) -> BaseException | None:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    stored = getattr(result, "_stored_exception", None)
+    return stored if isinstance(stored, BaseException) else task.exception()
+
+
+def _restore(token: Any, attached: Any) -> None:
+    try:
+        if attached is not None:
+            otel_context.detach(attached)
+        RUN.reset(token)
+    except Exception:  # restored from another context: nothing to put back
+        telemetry_failed("context restore")

@@ -1,0 +1,150 @@
+"""OpenAI Agents SDK app shapes of the fidelity suite, each with its truth
+written by hand from the app's code in tests/openai_agents_apps.py (see
+tests/fidelity.py for what each field means).
+
+SDK facts the truths rely on:
+- the runner's own starts of its agents are not spawns (as AutoGen's team
+  participants are not): ``instances`` counts only agents run inside a tool
+  (``Agent.as_tool``), spawned by the agent that called the tool;
+- a handoff is the handing-off agent's delegation among its enabled
+  handoffs (a ``handoff(..., is_enabled=False)`` is no option), plus the
+  ``transfer_to_<agent>`` tool call with the model's call id;
+- an agent's answer is its own voluntary stop ``end``; ``stop_on_first_tool``
+  and ``StopAtTools`` are its voluntary stop by tool; a guardrail tripwire and
+  ``max_turns`` are the run's (the workflow's) forced stop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai_agents_apps as apps
+from fidelity import Case, Delegation, Stop, Truth
+
+
+def _raising(run: Any, error: str) -> Any:
+    """Run an app whose run raises ``error`` (the SDK's tripwire or limit), as it must."""
+
+    def call() -> None:
+        try:
+            run()
+        except Exception as exc:
+            assert type(exc).__name__ == error, exc
+        else:
+            raise AssertionError(f"expected {error}")
+
+    return call
+
+
+CASES: list[Case] = [
+    Case(
+        framework="openai_agents",
+        run=apps.support(),
+        truth=Truth(
+            app="openai-agents handoffs: triage -> billing (lookup t1) -> back to triage, refunds disabled",
+            instances={},
+            delegations=(
+                Delegation("triage", "billing", frozenset({"billing"})),  # refunds is not enabled
+                Delegation("billing", "triage", frozenset({"triage"})),
+            ),
+            tool_calls=(("triage", "transfer_to_billing", "h1"), ("billing", "lookup_invoice", "t1"),
+                        ("billing", "transfer_to_triage", "h2")),
+            stop=Stop("triage", "end"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.support_streamed,
+        truth=Truth(
+            app="openai-agents streamed handoffs: the same run through run_streamed",
+            instances={},
+            delegations=(
+                Delegation("triage", "billing", frozenset({"billing"})),
+                Delegation("billing", "triage", frozenset({"triage"})),
+            ),
+            tool_calls=(("triage", "transfer_to_billing", "h1"), ("billing", "lookup_invoice", "t1"),
+                        ("billing", "transfer_to_triage", "h2")),
+            stop=Stop("triage", "end"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.parallel_tools,
+        truth=Truth(
+            app="openai-agents parallel tools: fetch_async p1, fetch_sync p2 and a raising broken p3 in one reply",
+            instances={},
+            tool_calls=(("researcher", "fetch_async", "p1"), ("researcher", "fetch_sync", "p2"),
+                        ("researcher", "broken", "p3")),
+            stop=Stop("researcher", "end"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.agents_as_tools,
+        truth=Truth(
+            app="openai-agents agents as tools: manager runs researcher (a1) and writer (a2) in parallel",
+            instances={"researcher": 1, "writer": 1},
+            spawned_by={"researcher": "manager", "writer": "manager"},
+            tool_calls=(("manager", "research", "a1"), ("manager", "write", "a2")),
+            stop=Stop("manager", "end"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=_raising(apps.input_tripwire, "InputGuardrailTripwireTriggered"),
+        truth=Truth(
+            app="openai-agents input guardrail no_secrets trips before the agent runs",
+            instances={},
+            stop=Stop("guarded", "input_guardrail_tripwire", forced=True),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=_raising(apps.output_tripwire, "OutputGuardrailTripwireTriggered"),
+        truth=Truth(
+            app="openai-agents output guardrail polite trips on the agent's answer",
+            instances={},
+            stop=Stop("assistant", "end"),  # it chose to answer; the workflow's forced stop follows
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=_raising(apps.max_turns, "MaxTurnsExceeded"),
+        truth=Truth(
+            app="openai-agents max_turns=2: poller polls (m1, m2) until the limit raises",
+            instances={},
+            tool_calls=(("poller", "poll", "m1"), ("poller", "poll", "m2")),
+            stop=Stop("polling", "max_turns", forced=True),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.max_turns_handled,
+        truth=Truth(
+            app="openai-agents max_turns=2 answered by an error handler",
+            instances={},
+            tool_calls=(("poller", "poll", "m1"), ("poller", "poll", "m2")),
+            stop=Stop("polling", "max_turns", forced=True),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.stop_on_first_tool,
+        truth=Truth(
+            app="openai-agents stop_on_first_tool: get_weather (w1) is the final output",
+            instances={},
+            tool_calls=(("forecaster", "get_weather", "w1"),),
+            stop=Stop("forecaster", "stop_on_first_tool"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.stop_at_tools,
+        truth=Truth(
+            app="openai-agents StopAtTools(finish): get_weather (w1), then finish (f1) ends the run",
+            instances={},
+            tool_calls=(("forecaster", "get_weather", "w1"), ("forecaster", "finish", "f1")),
+            stop=Stop("forecaster", "stop_at_tools"),
+        ),
+    ),
+]

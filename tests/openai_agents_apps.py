@@ -1,0 +1,325 @@
+"""OpenAI Agents SDK apps for the tests: real agents, runner, tools, handoffs,
+guardrails and sessions; only the model is faked, by the SDK's own
+``agents.testing.ScriptedModel`` (a ``Model`` subclass answering scripted
+replies; ``emit_traces=True`` makes it write the SDK's own generation spans).
+
+Each builder returns a function that runs the app once (the apps' shapes and
+call ids are what the hand-written truths in fidelity_cases_openai_agents.py
+describe)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    handoff,
+    input_guardrail,
+    output_guardrail,
+)
+from agents.run_error_handlers import RunErrorHandlerResult
+from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.usage import Usage
+
+TIMEOUT = 30  # a hang fails the test instead of blocking the suite
+
+# The SDK's default trace exporter uploads every trace to OpenAI when a key is set: these offline
+# apps must upload nothing (the SDK's tracing stays on; without a key its exporter skips the upload).
+os.environ.pop("OPENAI_API_KEY", None)
+
+
+def usage(prompt: int, completion: int) -> Usage:
+    return Usage(requests=1, input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion)
+
+
+def step(*items: Any, tokens: tuple[int, int] = (10, 2)) -> dict[str, Any]:
+    return {"output": list(items), "usage": usage(*tokens)}
+
+
+def model(*steps: dict[str, Any], traces: bool = True) -> ScriptedModel:
+    return ScriptedModel(steps, emit_traces=traces)
+
+
+def run(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(Runner.run(agent, text, **kwargs), TIMEOUT))
+
+
+# -- handoffs -------------------------------------------------------------------------------
+
+
+@function_tool
+def lookup_invoice(number: str) -> str:
+    """Look an invoice up."""
+    return f"invoice {number}: paid"
+
+
+def support_agents() -> Agent:
+    """triage hands off to billing (refunds is disabled); billing looks the
+    invoice up and hands back to triage, which answers."""
+    triage = Agent(name="triage", instructions="Route the customer.", model=model(
+        step(function_call("transfer_to_billing", {}, call_id="h1"), tokens=(20, 3)),
+        step(assistant_message("Your invoice is paid."), tokens=(40, 6)),
+    ))
+    billing = Agent(name="billing", handoff_description="invoices", tools=[lookup_invoice], model=model(
+        step(function_call("lookup_invoice", {"number": "42"}, call_id="t1"), tokens=(30, 4)),
+        step(function_call("transfer_to_triage", {}, call_id="h2"), tokens=(35, 3)),
+    ))
+    refunds = Agent(name="refunds", model=model())
+    triage.handoffs = [billing, handoff(refunds, is_enabled=False)]
+    billing.handoffs = [triage]
+    return triage
+
+
+def support(**kwargs: Any) -> Callable[[], Any]:
+    return lambda: run(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"), **kwargs)
+
+
+def support_streamed() -> Any:
+    async def consume() -> Any:
+        result = Runner.run_streamed(support_agents(), "Is invoice 42 paid?",
+                                     run_config=RunConfig(workflow_name="support"))
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    return asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
+
+
+# -- tools ----------------------------------------------------------------------------------
+
+_sync_started = threading.Event()
+
+
+@function_tool
+async def fetch_async(key: str) -> str:
+    """Fetch a value (async)."""
+    # Waits until the sync tool runs in its thread: both are in flight at once.
+    await asyncio.get_running_loop().run_in_executor(None, _sync_started.wait, 10)
+    return f"async {key}"
+
+
+@function_tool
+def fetch_sync(key: str) -> str:
+    """Fetch a value (sync, run in a thread)."""
+    _sync_started.set()
+    return f"sync {key}"
+
+
+@function_tool
+def broken(key: str) -> str:
+    """A tool that fails."""
+    raise RuntimeError("backend down")
+
+
+def parallel_tools() -> Any:
+    _sync_started.clear()
+    agent = Agent(name="researcher", tools=[fetch_async, fetch_sync, broken], model=model(
+        step(function_call("fetch_async", {"key": "a"}, call_id="p1"),
+             function_call("fetch_sync", {"key": "b"}, call_id="p2"),
+             function_call("broken", {"key": "c"}, call_id="p3")),
+        step(assistant_message("a and b; c failed")),
+    ))
+    return run(agent, run_config=RunConfig(workflow_name="research"))
+
+
+# -- agents as tools ---------------------------------------------------------------------------
+
+
+def agents_as_tools() -> Any:
+    researcher = Agent(name="researcher", model=model(step(assistant_message("facts"), tokens=(7, 1))))
+    writer = Agent(name="writer", model=model(step(assistant_message("prose"), tokens=(9, 1))))
+    manager = Agent(name="manager", tools=[
+        researcher.as_tool(tool_name="research", tool_description="Research a topic."),
+        writer.as_tool(tool_name="write", tool_description="Write it up."),
+    ], model=model(
+        step(function_call("research", {"input": "topic"}, call_id="a1"),
+             function_call("write", {"input": "topic"}, call_id="a2"), tokens=(12, 4)),
+        step(assistant_message("report"), tokens=(30, 2)),
+    ))
+    return run(manager, run_config=RunConfig(workflow_name="report"))
+
+
+# -- guardrails and limits ---------------------------------------------------------------------
+
+
+@input_guardrail(name="no_secrets", run_in_parallel=False)
+def no_secrets(context: Any, agent: Agent, value: Any) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="secret found", tripwire_triggered=True)
+
+
+@output_guardrail(name="polite")
+def polite(context: Any, agent: Agent, output: Any) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="rude", tripwire_triggered="rude" in str(output))
+
+
+def input_tripwire() -> Any:
+    agent = Agent(name="assistant", input_guardrails=[no_secrets], model=model(step(assistant_message("never"))))
+    return run(agent, "my password is hunter2", run_config=RunConfig(workflow_name="guarded"))
+
+
+def output_tripwire() -> Any:
+    agent = Agent(name="assistant", output_guardrails=[polite], model=model(step(assistant_message("a rude reply"))))
+    return run(agent, run_config=RunConfig(workflow_name="guarded"))
+
+
+@function_tool
+def poll(job: str) -> str:
+    """Poll a job."""
+    return "still running"
+
+
+def _poller() -> Agent:
+    return Agent(name="poller", tools=[poll], model=model(
+        step(function_call("poll", {"job": "j"}, call_id="m1")),
+        step(function_call("poll", {"job": "j"}, call_id="m2")),
+        step(function_call("poll", {"job": "j"}, call_id="m3")),
+    ))
+
+
+def max_turns() -> Any:
+    return run(_poller(), max_turns=2, run_config=RunConfig(workflow_name="polling"))
+
+
+def max_turns_handled() -> Any:
+    return run(_poller(), max_turns=2, run_config=RunConfig(workflow_name="polling"),
+               error_handlers={"max_turns": lambda data: RunErrorHandlerResult(final_output="gave up")})
+
+
+# -- tool_use_behavior -------------------------------------------------------------------------
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@function_tool
+def finish(answer: str) -> str:
+    """Give the final answer."""
+    return answer
+
+
+def stop_on_first_tool() -> Any:
+    agent = Agent(name="forecaster", tools=[get_weather], tool_use_behavior="stop_on_first_tool",
+                  model=model(step(function_call("get_weather", {"city": "Paris"}, call_id="w1"))))
+    return run(agent, run_config=RunConfig(workflow_name="weather"))
+
+
+def stop_at_tools() -> Any:
+    agent = Agent(name="forecaster", tools=[get_weather, finish],
+                  tool_use_behavior={"stop_at_tool_names": ["finish"]}, model=model(
+                      step(function_call("get_weather", {"city": "Rome"}, call_id="w1")),
+                      step(function_call("finish", {"answer": "sunny"}, call_id="f1")),
+                  ))
+    return run(agent, run_config=RunConfig(workflow_name="weather"))
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+def two_runs_in_one_session() -> tuple[Any, Any]:
+    session = SQLiteSession("conv-7")
+    agent = Agent(name="assistant", model=model(step(assistant_message("Hello Ada.")),
+                                                step(assistant_message("You are Ada."))))
+    first = run(agent, "I am Ada.", session=session)
+    second = run(agent, "Who am I?", session=session)
+    return first.final_output, second.final_output
+
+
+# -- handoff input filters, runs inside guardrails, sync and cut-short runs --------------------
+
+
+def filtered_handoff() -> Any:
+    """triage looks the invoice up, then hands off to billing through
+    ``remove_all_tools``: billing's model never sees the lookup nor the handoff."""
+    from agents.extensions.handoff_filters import remove_all_tools
+
+    billing = Agent(name="billing", model=model(step(assistant_message("Refund sent."))))
+    triage = Agent(name="triage", tools=[lookup_invoice], model=model(
+        step(function_call("lookup_invoice", {"number": "7"}, call_id="t1")),
+        step(function_call("transfer_to_billing", {}, call_id="h1")),
+    ), handoffs=[handoff(billing, input_filter=remove_all_tools)])
+    return run(triage, "Refund invoice 7.", run_config=RunConfig(workflow_name="refunds"))
+
+
+def checked_by_an_agent() -> Any:
+    """An input guardrail that asks another agent (the SDK docs' pattern): the
+    checker's run is a sub-agent of the guarded run."""
+    checker = Agent(name="checker", model=model(step(assistant_message("fine"))))
+
+    @input_guardrail(name="ask_checker", run_in_parallel=False)
+    async def ask_checker(context: Any, agent: Agent, value: Any) -> GuardrailFunctionOutput:
+        verdict = await Runner.run(checker, value)
+        return GuardrailFunctionOutput(output_info=verdict.final_output, tripwire_triggered=False)
+
+    agent = Agent(name="assistant", input_guardrails=[ask_checker], model=model(step(assistant_message("hi"))))
+    return run(agent, "hello", run_config=RunConfig(workflow_name="checked"))
+
+
+def support_sync() -> Any:
+    return Runner.run_sync(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"))
+
+
+def support_streamed_cut_short() -> Any:
+    """The consumer cancels the streamed run after its first event."""
+
+    async def consume() -> None:
+        result = Runner.run_streamed(support_agents(), "Is invoice 42 paid?",
+                                     run_config=RunConfig(workflow_name="support"))
+        async for _ in result.stream_events():
+            result.cancel()
+        task = result.run_loop_task
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
+
+
+def router_agents(sales_reply: str = "sales here", support_reply: str = "support here") -> Agent:
+    """router may hand off to sales or support (both enabled); it picks sales (r1)."""
+    sales = Agent(name="sales", model=model(step(assistant_message(sales_reply))))
+    helpdesk = Agent(name="support", model=model(step(assistant_message(support_reply))))
+    return Agent(name="router", instructions="Pick a desk.", handoffs=[sales, helpdesk],
+                 model=model(step(function_call("transfer_to_sales", {}, call_id="r1"))))
+
+
+def routed() -> Any:
+    return run(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))
+
+
+# -- human in the loop ---------------------------------------------------------------------------
+
+
+@function_tool(needs_approval=True)
+def refund(amount: int) -> str:
+    """Refund an amount (a human approves it first)."""
+    return f"refunded {amount}"
+
+
+def approval_agent() -> Agent:
+    return Agent(name="cashier", tools=[refund], model=model(
+        step(function_call("refund", {"amount": 5}, call_id="a1")),
+        step(assistant_message("Refunded 5.")),
+    ))
+
+
+def approved_after_interrupt() -> tuple[Any, Any]:
+    """The run stops for approval of refund (a1); a human approves; the run resumes from its state."""
+    agent = approval_agent()
+    first = run(agent, "Refund 5.", run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        state.approve(item)
+    second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
+                                          TIMEOUT))
+    return first, second
