@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_dataset_art_lightning import trainer
+from test_dataset_art_lightning import CHECK, _venv, trainer
 from test_tokens import ASK, MODEL_INFO, recording, sent_for
 from token_server import EOS, OpenAIServer, Reply, encode, prompt_ids
 
+from orch_otel.cli import main
 from orch_otel.datasets import Config, build
 
 # -- the apps' replies, in the order the server answers them, and who gives each -------------------
@@ -244,3 +248,77 @@ def test_art_rl_trains_the_captured_choices_with_their_logprobs(recorded, tmp_pa
                     for trajectory in trajectories]
             for agent, trajectories in ART_SEQUENCES.items()}
     assert got == want
+
+
+# -- the worked examples of docs/tokens.md, as written --------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+TRAINERS = REPO / ".venv-trainers" / "bin" / "python"
+
+
+def _snippet(name: str) -> str:
+    text = (REPO / "docs" / "tokens.md").read_text()
+    found = re.search(rf"<!-- snippet: {name} -->\s*```python\n(.*?)```", text, re.S)
+    assert found, f"docs/tokens.md has no {name} snippet"
+    return found.group(1)
+
+
+def _in_trainers312(code: str) -> list[str]:
+    """Code in .venv-trainers312, with art_lightning's numpy stand-in for the torch calls both trainers make."""
+    prelude = f"import sys\nsys.path.insert(0, {str(CHECK.parent)!r})\nimport art_lightning\nart_lightning.install_torch()\n"
+    done = subprocess.run([_venv(), "-c", prelude + code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout.splitlines()[-1].split()  # the last line: the trainers print warnings before it
+
+
+def test_docs_agent_lightning_example_batches_the_merged_episodes(recorded, tmp_path):
+    directory, sent = recorded
+    assert main(["dataset", str(directory), "-o", str(tmp_path), "--view", "triplets"]) == 0
+    code = _snippet("agent-lightning").replace("OUT/", f"{tmp_path}/")
+    n_sample, logprobs = _in_trainers312(code + "\nprint(metrics['training/n_sample'], "
+                                         "sum(float(x) for x in batch.batch['rollout_log_probs'].ravel()))")
+    assert int(n_sample) == sum(len(samples) for samples in SAMPLES.values())
+    assert float(logprobs) == pytest.approx(sum(lp for s in sent for lp in s["logprobs"]), rel=1e-5)
+
+
+def test_docs_art_example_tokenizes_every_choice_with_its_logprobs(recorded, tmp_path, local_tokenizer):
+    directory, sent = recorded
+    assert main(["dataset", str(directory), "-o", str(tmp_path), "--view", "chat", "--format", "art"]) == 0
+    code = _snippet("art-rl").replace("OUT/", f"{tmp_path}/").replace('"MODEL"', repr(local_tokenizer))
+    count, trained, logprobs = _in_trainers312(
+        code + "\nprint(len(results), sum(sum(r.assistant_mask) for r in results), "
+               "sum(lp for r in results for lp, m in zip(r.logprobs, r.assistant_mask) if m))")
+    assert int(count) == sum(len(t) for trajectories in ART_SEQUENCES.values() for t in trajectories)
+    assert int(trained) == sum(len(s["response_token_ids"]) for s in sent)
+    assert float(logprobs) == pytest.approx(sum(lp for s in sent for lp in s["logprobs"]))
+
+
+def test_docs_verl_agent_loop_returns_each_row_as_recorded(recorded, tmp_path):
+    """The example loop, built as verl's worker builds it, on every ``--trajectories`` row (in .venv-trainers)."""
+    if not TRAINERS.exists():
+        message = (f"the trainers venv is absent ({TRAINERS}); create it as .ci/run does (blocks `trainers` and "
+                   "`tokens-e2e`: verl 0.9.1 with CPU torch, and hydra-core cachetools uvicorn fastapi for its agent loop)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    directory, _ = recorded
+    assert main(["dataset", str(directory), "-o", str(tmp_path), "--view", "triplets", "--trajectories"]) == 0
+    rows = _lines(tmp_path / "triplets.jsonl")
+    script = REPO / "tests" / "trainers_venv" / "verl_agent_loop_check.py"
+    done = subprocess.run([str(TRAINERS), str(script), str(REPO / "docs" / "tokens.md"), str(tmp_path / "triplets.jsonl"),
+                           str(tmp_path / "work")], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    line = next((x for x in done.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert done.returncode == 0 and line, done.stderr[-4000:]
+    outputs = json.loads(line[len("REPORT "):])
+    assert len(outputs) == len(rows) == sum(len(samples) for samples in SAMPLES.values())
+    for row, out in zip(rows, outputs):
+        assert out["class"] == "RecordedAgentLoop"
+        got = out["output"]
+        assert (got["prompt_ids"], got["response_ids"], got["response_mask"], got["response_logprobs"]) == \
+            (row["prompt_ids"], row["response_ids"], row["response_mask"], row["response_logprobs"])
+        assert got["num_turns"] == 2 * len(row["metadata"]["event_ids"]) and got["reward_score"] == row["reward"]
+        tensors = out["as_dict"]  # verl's own conversion to its batch's tensors
+        assert (tensors["prompts"], tensors["responses"], tensors["response_mask"]) == \
+            (row["prompt_ids"], row["response_ids"], row["response_mask"])
+        assert tensors["rollout_log_probs"] == pytest.approx(row["response_logprobs"], rel=1e-6, abs=1e-6)
