@@ -30,6 +30,11 @@ def main() -> None:
     (Path(work) / "orch_otel_verl_loop.py").write_text(found.group(1))
     sys.path.insert(0, work)
 
+    try:
+        import verl.experimental.agent_loop.agent_loop  # noqa: F401 - hydra, cachetools, uvicorn, fastapi
+    except ModuleNotFoundError as exc:
+        print(f"MISSING {exc.name}")
+        sys.exit(3)
     import hydra
     import orch_otel_verl_loop  # noqa: F401 - registers the loop
     from omegaconf import OmegaConf
@@ -43,8 +48,12 @@ def main() -> None:
                                    hf_model_type=None, dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data),
                                    tools=ToolListWrap([]))
     out = []
-    for line in open(rows_path):
-        output = asyncio.run(loop.run({}, **json.loads(line)))
+    for index, line in enumerate(open(rows_path)):
+        row = json.loads(line)
+        # besides the row's own fields, verl's RLHFDataset adds these (rl_dataset.py, __getitem__)
+        added = {"raw_prompt": [], "index": index, "tools_kwargs": {}, "interaction_kwargs": {},
+                 "extra_info": {"index": index}}
+        output = asyncio.run(loop.run({"temperature": 1.0}, **row, **added))
         tensors = {k: v.tolist() for k, v in output.as_dict().items() if hasattr(v, "tolist")}
         out.append({"output": output.model_dump(exclude={"metrics"}), "as_dict": tensors,
                     "class": type(loop).__name__})
