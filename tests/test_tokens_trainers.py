@@ -31,15 +31,17 @@ from orch_otel.datasets import Config, build
 
 # -- the apps' replies, in the order the server answers them, and who gives each -------------------
 
-ADD = Reply(tool_calls=[("add", {"a": 1, "b": 2})])
-COUNT = Reply(tool_calls=[("count_words", {"text": "a b c"})])
+ADD, ANSWER = Reply(tool_calls=[("add", {"a": 1, "b": 2})]), Reply("1 + 2 = 3")
+TITLE, SUMMARY, FINE = Reply("A title"), Reply("A summary"), Reply("fine")
+COUNT, DRAFT = Reply(tool_calls=[("count_words", {"text": "a b c"})]), Reply("draft")
+TOO_SHORT, LONGER = Reply("too short"), Reply("a longer draft")
 SCRIPT = [
-    ("math", ADD), ("math", Reply("1 + 2 = 3")),  # create_agent: a tool call, then the answer reading its result
-    ("drafter", Reply("A title")), ("drafter", Reply("A summary")),  # one node, two calls on fresh prompts
-    ("checker", Reply("fine")),
-    ("writer", COUNT), ("writer", Reply("draft")),  # AutoGen: a tool call, then the reflection on its result
-    ("critic", Reply("too short")),
-    ("writer", Reply("a longer draft")),
+    ("math", ADD), ("math", ANSWER),  # create_agent: a tool call, then the answer reading its result
+    ("drafter", TITLE), ("drafter", SUMMARY),  # one node, two calls on fresh prompts
+    ("checker", FINE),
+    ("writer", COUNT), ("writer", DRAFT),  # AutoGen: a tool call, then the reflection on its result
+    ("critic", TOO_SHORT),
+    ("writer", LONGER),
 ]
 # what the apps put between an agent's two calls of one sample: the tool results, as the server's template renders them
 TOOL_RESULTS = {"math": "3", "writer": "3 words"}
@@ -48,20 +50,20 @@ TOOL_RESULTS = {"math": "3", "writer": "3 words"}
 # previous prompt + reply, they merge (the tool loops); the drafter's second prompt is fresh; AutoGen's writer
 # speaks in two episodes (round-robin turns), so its third reply is a sample of its own.
 SAMPLES = {
-    "math": [[ADD, SCRIPT[1][1]]],
-    "drafter": [[SCRIPT[2][1]], [SCRIPT[3][1]]],
-    "checker": [[SCRIPT[4][1]]],
-    "writer": [[COUNT, SCRIPT[6][1]], [SCRIPT[8][1]]],
-    "critic": [[SCRIPT[7][1]]],
+    "math": [[ADD, ANSWER]],
+    "drafter": [[TITLE], [SUMMARY]],
+    "checker": [[FINE]],
+    "writer": [[COUNT, DRAFT], [LONGER]],
+    "critic": [[TOO_SHORT]],
 }
 # ART: one trajectory per agent conversation (by messages), and in it ART RL's own sequences (by ids): the
 # writer's later turn continues its conversation, and its prompt ids extend the reflection's prompt and reply
 ART_SEQUENCES = {
-    "math": [[[ADD, SCRIPT[1][1]]]],
-    "drafter": [[[SCRIPT[2][1]]], [[SCRIPT[3][1]]]],
-    "checker": [[[SCRIPT[4][1]]]],
-    "writer": [[[COUNT, SCRIPT[6][1], SCRIPT[8][1]]]],
-    "critic": [[[SCRIPT[7][1]]]],
+    "math": [[[ADD, ANSWER]]],
+    "drafter": [[[TITLE]], [[SUMMARY]]],
+    "checker": [[[FINE]]],
+    "writer": [[[COUNT, DRAFT, LONGER]]],
+    "critic": [[[TOO_SHORT]]],
 }
 
 
