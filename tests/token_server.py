@@ -19,7 +19,11 @@ does, only when the request asks (as the real servers do):
 
 The prompt ids are a toy chat template over the request's messages (one id
 per character, role and end markers), so a growing conversation gives
-growing prompt ids, as a real template does. ``sent`` holds, per request,
+growing prompt ids, as a real template does; like ChatML templates, it
+renders an earlier reply as the ids the model generated (its text, its tool
+calls spelled as the reply spells them, and the end of turn, which is also
+the end-of-sequence id), so the next prompt extends the previous prompt and
+reply, and a trainer's exact-prefix merge can join them. ``sent`` holds, per request,
 exactly the ids and logprobs the server put on the wire: tests compare
 recorded values with it.
 
@@ -38,9 +42,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-EOS = 2
+EOS = 2  # ends a reply and, as ChatML's <|im_end|>, every message of the template
 _ROLE_IDS = {"system": 10, "user": 11, "assistant": 12, "tool": 13}
-_END = 3
 
 
 def encode(text: str) -> list[int]:
@@ -54,15 +57,25 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _spelled_call(function: dict[str, Any]) -> str:
+    """A tool call as a reply spells it (:meth:`Reply.body_text`): arguments as an object."""
+    arguments = function.get("arguments")
+    try:
+        arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        pass
+    return json.dumps({"name": function.get("name"), "arguments": arguments}, sort_keys=True)
+
+
 def prompt_ids(messages: list[dict[str, Any]]) -> list[int]:
-    """The toy chat template: ``<role> text [tool calls] <end>`` per message, then the assistant's header."""
+    """The toy chat template: ``<role> text [tool calls] <eos>`` per message, then the assistant's header."""
     ids: list[int] = []
     for m in messages:
         ids.append(_ROLE_IDS.get(m.get("role", "user"), 14))
         ids.extend(encode(_content_text(m.get("content"))))
         for call in m.get("tool_calls") or ():
-            ids.extend(encode(json.dumps(call.get("function", {}), sort_keys=True)))
-        ids.append(_END)
+            ids.extend(encode(_spelled_call(call.get("function", {}))))
+        ids.append(EOS)
     ids.append(_ROLE_IDS["assistant"])
     return ids
 
