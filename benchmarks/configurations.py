@@ -160,7 +160,8 @@ class Config:
         register_configure_hook(ContextVar("bench_sdk_spans", default=handler), inheritable=True)
 
     def _setup_builtin(self) -> None:
-        # AutoGen's runtime and agents trace through the global provider when one is set.
+        # AutoGen's runtime and agents, and Agent Framework (its instrumentation is on by
+        # default), trace through the global provider when one is set. Metrics stay no-op.
         self._sdk_provider(global_=True)
 
     # -- per batch ---------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .capture import REPO, CaptureResult, added_ms, fmt_range, med
-from .suites import LABELS, PACKAGES
+from .suites import LABELS, PACKAGES, SUITES, label
 
 EXTERNAL_TITLES = (("convert", "Conversion (offline logs to replayable traces)"),
                    ("foreign", "Foreign logs against orch-otel's own, per span (docs/foreign-logs.md)"),
@@ -57,7 +57,7 @@ def capture_table(res: CaptureResult, app: str, *, traces: bool) -> list[str]:
         s = res.series[(app, config)]
         add = "–" if config == "none" else fmt_range(added_ms(res, app, config))
         add_cpu = "–" if config == "none" else fmt_range(added_ms(res, app, config, cpu=True))
-        row = (f"| {LABELS[config]} | {fmt_range(s.per_run_ms())} | {add} | {fmt_range(s.per_run_cpu_ms())} | "
+        row = (f"| {label(res.suite, config)} | {fmt_range(s.per_run_ms())} | {add} | {fmt_range(s.per_run_cpu_ms())} | "
                f"{add_cpu} | {s.per_run('spans'):.1f} | {_kb(s.per_run('bytes'))} |")
         if traces:
             row += f" {s.per_run('traces'):.2f} |"
@@ -78,7 +78,7 @@ def added_per_span(res: CaptureResult, app: str, config: str) -> list[float]:
 def _ratios_line(res: CaptureResult, app: str, others: tuple[str, ...]) -> str:
     """orch-otel's added time ÷ each other configuration's, wall and process CPU."""
     oo, oo_cpu = added_median(res, app, "orch_otel"), added_median(res, app, "orch_otel", cpu=True)
-    parts = [f"÷ {LABELS[c]} added: **{_ratio(oo, added_median(res, app, c)):.2f}** "
+    parts = [f"÷ {label(res.suite, c)} added: **{_ratio(oo, added_median(res, app, c)):.2f}** "
              f"(CPU: {_ratio(oo_cpu, added_median(res, app, c, cpu=True)):.2f})" for c in others]
     return "orch-otel added " + "; ".join(parts) + "."
 
@@ -97,6 +97,7 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
     """Write the report to ``path``; returns the summary figures (key -> value) for the log."""
     lg: CaptureResult | None = results.get("langgraph")
     ag: CaptureResult | None = results.get("autogen")
+    af: CaptureResult | None = results.get("agent_framework")
     mem = results.get("memory")
     bd = results.get("breakdown")
     summary: dict[str, Any] = {}
@@ -106,7 +107,9 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
     if lg:
         out += _langgraph_section(lg)
     if ag:
-        out += _autogen_section(ag)
+        out += _builtin_suite_section(ag, "AutoGen", AUTOGEN_APPS, ("builtin", "openinference"))
+    if af:
+        out += _builtin_suite_section(af, "Agent Framework", AGENT_FRAMEWORK_APPS, ("builtin",))
     if lg and lg.floor:
         out += _floor_section(lg)
     if mem:
@@ -126,7 +129,7 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
 def _header(results: dict[str, Any], *, smoke: bool, argv: list[str], started: str, load_before: str,
             load_after: str, seconds: float) -> list[str]:
     versions = _versions()
-    for key in ("langgraph", "autogen"):
+    for key in SUITES:
         if results.get(key):
             versions.update(results[key].versions)
     cmd = ".venv-bench/bin/python -m benchmarks " + " ".join(shlex.quote(a) for a in argv)
@@ -162,13 +165,13 @@ def _header(results: dict[str, Any], *, smoke: bool, argv: list[str], started: s
 
 def _summary_section(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     lg: CaptureResult | None = results.get("langgraph")
-    ag: CaptureResult | None = results.get("autogen")
     conv = (results.get("convert") or {}).get("figures")
     rows: list[str] = []
     if lg:
         rows += _langgraph_rows(lg, summary)
-    if ag:
-        rows += _autogen_rows(ag, summary)
+    for suite, name in (("autogen", "AutoGen"), ("agent_framework", "Agent Framework")):
+        if results.get(suite):
+            rows += _builtin_rows(results[suite], name, summary)
     if lg and lg.floor:
         rows += _floor_rows(lg, summary)
     if results.get("memory"):
@@ -197,17 +200,18 @@ def _langgraph_rows(lg: CaptureResult, summary: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _autogen_rows(ag: CaptureResult, summary: dict[str, Any]) -> list[str]:
+def _builtin_rows(res: CaptureResult, name: str, summary: dict[str, Any]) -> list[str]:
+    """A framework with its own tracing (AutoGen, Agent Framework): orch-otel against it."""
     rows: list[str] = []
-    for app in ag.apps:
-        oo, bi = added_median(ag, app, "orch_otel"), added_median(ag, app, "builtin")
-        tr = ag.series[(app, "orch_otel")].per_run("traces")
-        summary[f"autogen.{app}.added_vs_builtin"] = (oo, bi)
-        oo_c, bi_c = added_median(ag, app, "orch_otel", cpu=True), added_median(ag, app, "builtin", cpu=True)
-        rows.append(f"| AutoGen {app}: orch-otel added ms/run vs built-in tracing's | ≤ built-in | "
+    for app in res.apps:
+        oo, bi = added_median(res, app, "orch_otel"), added_median(res, app, "builtin")
+        tr = res.series[(app, "orch_otel")].per_run("traces")
+        summary[f"{res.suite}.{app}.added_vs_builtin"] = (oo, bi)
+        oo_c, bi_c = added_median(res, app, "orch_otel", cpu=True), added_median(res, app, "builtin", cpu=True)
+        rows.append(f"| {name} {app}: orch-otel added ms/run vs built-in tracing's | ≤ built-in | "
                     f"{oo:.2f} vs {bi:.2f} (process CPU: {oo_c:.2f} vs {bi_c:.2f}) | {_ok(oo <= bi)} |")
-        rows.append(f"| AutoGen {app}: orch-otel traces per run | 1 | {tr:.2f} "
-                    f"(built-in: {ag.series[(app, 'builtin')].per_run('traces'):.1f}) | {_ok(abs(tr - 1) < 1e-9)} |")
+        rows.append(f"| {name} {app}: orch-otel traces per run | 1 | {tr:.2f} "
+                    f"(built-in: {res.series[(app, 'builtin')].per_run('traces'):.1f}) | {_ok(abs(tr - 1) < 1e-9)} |")
     return rows
 
 
@@ -318,25 +322,38 @@ def _langgraph_section(lg: CaptureResult) -> list[str]:
     return out
 
 
-def _autogen_section(ag: CaptureResult) -> list[str]:
+AUTOGEN_APPS = (
+    "one `team.run()` per run; teams are built before the timed section (replay clients are consumed). Apps "
+    "(`benchmarks/apps_autogen.py`, `ReplayChatCompletionClient`): **round_robin**, a RoundRobin team "
+    "whose first agent calls a tool and reflects, the second terminates; **swarm**, a Swarm where alice "
+    "calls a tool and hands off to bob, who hands off to the user. Built-in tracing: a global SDK "
+    "provider (simple processor, in-memory exporter), nothing else. OpenInference: its instrumentor on a "
+    "private provider (no global provider, so no built-in spans).")
+AGENT_FRAMEWORK_APPS = (
+    "one `workflow.run()` per run; workflows are built before the timed section (scripted clients are "
+    "consumed), so the framework's `workflow.build` spans are not counted. Apps "
+    "(`benchmarks/apps_agent_framework.py`, the tests' scripted chat client built from the framework's own "
+    "client layers): **sequential**, a Sequential workflow whose first agent calls an async tool and "
+    "answers, the second writes; **handoff**, a Handoff workflow where triage calls the tool and hands off "
+    "to billing, whose reply meets the termination condition. None: no provider set (the framework's "
+    "instrumentation is on by default but records to the API's no-op provider). Built-in tracing: a global "
+    "SDK provider (simple processor, in-memory exporter), nothing else. orch-otel: `instrument()`, which "
+    "suppresses the framework's own spans by default.")
+
+
+def _builtin_suite_section(res: CaptureResult, name: str, apps_text: str, others: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     w = out.append
-    w("## Capture overhead: AutoGen")
+    w(f"## Capture overhead: {name}")
     w("")
-    w(f"{ag.rounds} rounds × {ag.runs} runs per configuration and app (after a warm-up), one `team.run()` "
-      "per run; teams are built before the timed section (replay clients are consumed). Apps "
-      "(`benchmarks/apps_autogen.py`, `ReplayChatCompletionClient`): **round_robin**, a RoundRobin team "
-      "whose first agent calls a tool and reflects, the second terminates; **swarm**, a Swarm where alice "
-      "calls a tool and hands off to bob, who hands off to the user. Built-in tracing: a global SDK "
-      "provider (simple processor, in-memory exporter), nothing else. OpenInference: its instrumentor on a "
-      "private provider (no global provider, so no built-in spans).")
+    w(f"{res.rounds} rounds × {res.runs} runs per configuration and app (after a warm-up), {apps_text}")
     w("")
-    for app in ag.apps:
+    for app in res.apps:
         w(f"### {app}")
         w("")
-        out.extend(capture_table(ag, app, traces=True))
+        out.extend(capture_table(res, app, traces=True))
         w("")
-        w(_ratios_line(ag, app, ("builtin", "openinference")))
+        w(_ratios_line(res, app, others))
         w("")
     return out
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 SUITES = {
     "langgraph": ("none", "callbacks_only", "sdk_spans", "orch_otel", "openinference", "openllmetry"),
     "autogen": ("none", "builtin", "orch_otel", "openinference"),
+    "agent_framework": ("none", "builtin", "orch_otel"),
 }
-APPS = {"langgraph": ("supervisor", "fanout8"), "autogen": ("round_robin", "swarm")}
+APPS = {"langgraph": ("supervisor", "fanout8"), "autogen": ("round_robin", "swarm"),
+        "agent_framework": ("sequential", "handoff")}
 LABELS = {
     "none": "none (uninstrumented)",
     "orch_otel": "orch-otel `instrument()` (trace files)",
@@ -22,6 +24,8 @@ LABELS = {
     "callbacks_only": "LangChain callbacks only (no-op handler)",
     "sdk_spans": "bare SDK spans via a minimal handler (in-app floor)",
 }
+# A suite's own name for a configuration, where it differs from LABELS.
+SUITE_LABELS = {"agent_framework": {"builtin": "Agent Framework built-in tracing"}}
 UNTRACED = ("none", "callbacks_only")  # reference configurations that record nothing
 
 # The peers' instrumentor modules and their distributions (the benchmark venv only).
@@ -31,4 +35,10 @@ PEERS = {
     "opentelemetry.instrumentation.langchain": "opentelemetry-instrumentation-langchain",
 }
 PACKAGES = ("orch-otel", "langgraph", "langchain-core", "langchain", "autogen-agentchat", "autogen-core",
-            "autogen-ext", "opentelemetry-sdk", *PEERS.values())
+            "autogen-ext", "agent-framework-core", "agent-framework-orchestrations", "opentelemetry-sdk",
+            *PEERS.values())
+
+
+def label(suite: str, config: str) -> str:
+    """How the report names ``config`` in ``suite``."""
+    return SUITE_LABELS.get(suite, {}).get(config) or LABELS[config]
