@@ -11,7 +11,7 @@ from __future__ import annotations
 SUITES = {
     "langgraph": ("none", "callbacks_only", "sdk_spans", "orch_otel", "openinference", "openllmetry"),
     "autogen": ("none", "builtin", "orch_otel", "openinference"),
-    "agent_framework": ("none", "builtin", "orch_otel"),
+    "agent_framework": ("none", "builtin", "orch_otel", "openinference"),
 }
 APPS = {"langgraph": ("supervisor", "fanout8"), "autogen": ("round_robin", "swarm"),
         "agent_framework": ("sequential", "handoff")}
@@ -25,7 +25,8 @@ LABELS = {
     "sdk_spans": "bare SDK spans via a minimal handler (in-app floor)",
 }
 # A suite's own name for a configuration, where it differs from LABELS.
-SUITE_LABELS = {"agent_framework": {"builtin": "Agent Framework built-in tracing"}}
+SUITE_LABELS = {"agent_framework": {"builtin": "Agent Framework built-in tracing",
+                                     "openinference": "OpenInference span processor on the built-in tracing"}}
 UNTRACED = ("none", "callbacks_only")  # reference configurations that record nothing
 
 # The peers' instrumentor modules and their distributions (the benchmark venv only).
@@ -33,6 +34,7 @@ PEERS = {
     "openinference.instrumentation.langchain": "openinference-instrumentation-langchain",
     "openinference.instrumentation.autogen_agentchat": "openinference-instrumentation-autogen-agentchat",
     "opentelemetry.instrumentation.langchain": "opentelemetry-instrumentation-langchain",
+    "openinference.instrumentation.agent_framework": "openinference-instrumentation-agent-framework",
 }
 PACKAGES = ("orch-otel", "langgraph", "langchain-core", "langchain", "autogen-agentchat", "autogen-core",
             "autogen-ext", "agent-framework-core", "agent-framework-orchestrations", "opentelemetry-sdk",
