@@ -46,7 +46,7 @@ PEERS = {
 }
 # short name -> how the case's truth.app starts (exactly one case matches)
 LANGGRAPH = {
-    "supervisor": "langgraph-supervisor:",
+    "supervisor": "langgraph-supervisor: supervisor -> math_expert -> supervisor -> research_expert",
     "swarm": "langgraph-swarm:",
     "fanout": "Send fan-out:",
     "nested": "3 levels of graphs:",

@@ -24,7 +24,7 @@ from .report_capture import (
     met,
     safe_ratio,
 )
-from .suites import PACKAGES, SUITES
+from .suites import PACKAGES, SUITES, TITLES
 
 EXTERNAL_TITLES = (("convert", "Conversion (offline logs to replayable traces)"),
                    ("foreign", "Foreign logs against orch-otel's own, per span (docs/foreign-logs.md)"),
@@ -68,9 +68,9 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
     if lg:
         out += langgraph_section(lg)
     if ag:
-        out += builtin_suite_section(ag, "AutoGen", AUTOGEN_APPS, ("builtin", "openinference"))
+        out += builtin_suite_section(ag, AUTOGEN_APPS, ("builtin", "openinference"))
     if af:
-        out += builtin_suite_section(af, "Agent Framework", AGENT_FRAMEWORK_APPS, ("builtin", "openinference"))
+        out += builtin_suite_section(af, AGENT_FRAMEWORK_APPS, ("builtin", "openinference"))
     if lg and lg.floor:
         out += floor_section(lg)
     if mem:
@@ -130,9 +130,9 @@ def _summary_section(results: dict[str, Any], summary: dict[str, Any]) -> list[s
     rows: list[str] = []
     if lg:
         rows += _langgraph_rows(lg, summary)
-    for suite, name in (("autogen", "AutoGen"), ("agent_framework", "Agent Framework")):
+    for suite in ("autogen", "agent_framework"):
         if results.get(suite):
-            rows += _builtin_rows(results[suite], name, summary)
+            rows += _builtin_rows(results[suite], summary)
     if lg and lg.floor:
         rows += _floor_rows(lg, summary)
     if results.get("memory"):
@@ -161,8 +161,9 @@ def _langgraph_rows(lg: CaptureResult, summary: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _builtin_rows(res: CaptureResult, name: str, summary: dict[str, Any]) -> list[str]:
+def _builtin_rows(res: CaptureResult, summary: dict[str, Any]) -> list[str]:
     """A framework with its own tracing (AutoGen, Agent Framework): orch-otel against it."""
+    name = TITLES[res.suite]
     rows: list[str] = []
     for app in res.apps:
         oo, bi = added_median(res, app, "orch_otel"), added_median(res, app, "builtin")

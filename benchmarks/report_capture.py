@@ -6,7 +6,7 @@ Nothing here measures; :mod:`benchmarks.report` assembles the report.
 from __future__ import annotations
 
 from .capture import CaptureResult, added_ms, fmt_range, med
-from .suites import LABELS, label
+from .suites import LABELS, TITLES, label
 
 
 def _kb(n: float) -> str:
@@ -108,11 +108,11 @@ AGENT_FRAMEWORK_APPS = (
     "built-in tracing's.")
 
 
-def builtin_suite_section(res: CaptureResult, name: str, apps_text: str, others: tuple[str, ...]) -> list[str]:
+def builtin_suite_section(res: CaptureResult, apps_text: str, others: tuple[str, ...]) -> list[str]:
     others = tuple(c for c in others if c in res.configs)  # saved results may predate a configuration
     out: list[str] = []
     w = out.append
-    w(f"## Capture overhead: {name}")
+    w(f"## Capture overhead: {TITLES[res.suite]}")
     w("")
     w(f"{res.rounds} rounds × {res.runs} runs per configuration and app (after a warm-up), {apps_text}")
     w("")

@@ -24,6 +24,8 @@ LABELS = {
     "callbacks_only": "LangChain callbacks only (no-op handler)",
     "sdk_spans": "bare SDK spans via a minimal handler (in-app floor)",
 }
+# How the report names each suite (its section, its summary rows).
+TITLES = {"langgraph": "LangGraph", "autogen": "AutoGen", "agent_framework": "Agent Framework"}
 # A suite's own name for a configuration, where it differs from LABELS.
 SUITE_LABELS = {"agent_framework": {"builtin": "Agent Framework built-in tracing",
                                      "openinference": "OpenInference span processor on the built-in tracing"}}

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 
-UPDATABLE = {"autogen": "AutoGen", "agent_framework": "Agent Framework"}
-ORDER = ("langgraph", "autogen", "agent_framework")  # the report's section order (benchmarks.suites.SUITES)
+from .suites import SUITES, TITLES
+
+UPDATABLE = ("autogen", "agent_framework")
+ORDER = tuple(SUITES)  # the report's order of the capture suites
 
 
 def _split(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -31,27 +33,26 @@ def _split(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
 
 
 def _heading(suite: str) -> str:
-    return f"## Capture overhead: {UPDATABLE.get(suite, 'LangGraph')}"
+    return f"## Capture overhead: {TITLES[suite]}"
 
 
 def _rows(lines: list[str], suite: str) -> list[str]:
-    return [line for line in lines if line.startswith(f"| {UPDATABLE[suite]} ")]
+    return [line for line in lines if line.startswith(f"| {TITLES[suite]} ")]
 
 
 def _merge_rows(old: list[str], new: list[str], suite: str) -> list[str]:
     """The summary's lines with ``suite``'s rows from ``new``: in place of its old rows, or after the suite before it."""
-    fresh = _rows(new, suite)
-    idx = [i for i, line in enumerate(old) if line.startswith(f"| {UPDATABLE[suite]} ")]
-    if idx:
-        return old[:idx[0]] + fresh + [line for line in old[idx[0]:] if line not in set(_rows(old, suite))]
-    anchor = None
+    fresh, stale = _rows(new, suite), set(_rows(old, suite))
+    if stale:
+        first = next(i for i, line in enumerate(old) if line in stale)
+        return old[:first] + fresh + [line for line in old[first:] if line not in stale]
+    # after the last row of an earlier suite (not LangGraph's floor rows, which come later),
+    # else after the table's separator line
+    anchor = next(i for i, line in enumerate(old) if line.startswith("|---"))
     for before in ORDER[:ORDER.index(suite)]:
-        name = UPDATABLE.get(before, "LangGraph")
-        hits = [i for i, line in enumerate(old) if line.startswith(f"| {name} ") and "per recorded span" not in line]
+        hits = [i for i, line in enumerate(old)
+                if line.startswith(f"| {TITLES[before]} ") and "per recorded span" not in line]
         anchor = hits[-1] if hits else anchor
-    if anchor is None:  # no suite before it: first row of the table (after its head and separator)
-        anchor = next(i for i, line in enumerate(old) if line.startswith("|---")) if any(
-            line.startswith("|---") for line in old) else len(old) - 1
     return old[:anchor + 1] + fresh + old[anchor + 1:]
 
 
@@ -62,7 +63,7 @@ def _provenance(old_header: list[str], new_header: list[str], suites: list[str])
 
     old_packages = set(re.findall(r"([\w.-]+) \S+", field(old_header, "Packages")))
     added = [p for p in field(new_header, "Packages").split(", ") if p.split(" ")[0] not in old_packages]
-    names = " and ".join(UPDATABLE[s] for s in suites)
+    names = " and ".join(TITLES[s] for s in suites)
     line = (f"- Updated: the {names} section{'s' if len(suites) > 1 else ''} and summary rows, from {field(new_header, 'Command')} on "
             f"{field(new_header, 'Date')}, load before {field(new_header, 'Load average (1, 5, 15 min) before')}"
             + (f"; packages: {', '.join(added)}" if added else ""))
