@@ -29,8 +29,9 @@ from .profiles import run_breakdowns
 from .report import write_report
 from .results import dump_results, load_results, smoke_check
 from .suites import PEERS
+from .update import update_report
 
-PARTS = ("langgraph", "autogen", "memory", "breakdown", "convert", "foreign", "datasets", "replay")
+PARTS = ("langgraph", "autogen", "agent_framework", "memory", "breakdown", "convert", "foreign", "datasets", "replay")
 
 
 def _log(msg: str) -> None:
@@ -84,7 +85,7 @@ def measure(parts: set[str], *, smoke: bool, rounds: int | None, runs: int | Non
     """Run the benchmark ``parts``; the defaults for ``None`` depend on ``smoke``."""
     rounds = rounds or (1 if smoke else 16)
     lg_runs = runs or (2 if smoke else 10)
-    ag_runs = runs or (2 if smoke else 30)
+    ag_runs = runs or (2 if smoke else 30)  # AutoGen and Agent Framework
     warmup = 1 if smoke else 5
     mem_runs = memory_runs or (20 if smoke else 5000)
     results: dict[str, Any] = {}
@@ -104,6 +105,13 @@ def measure(parts: set[str], *, smoke: bool, rounds: int | None, runs: int | Non
     if "autogen" in parts:
         _log(f"capture overhead, AutoGen: {rounds} rounds x {ag_runs} runs")
         results["autogen"] = run_capture("autogen", rounds=rounds, runs=ag_runs, warmup=warmup, log=_log)
+    if "agent_framework" in parts:
+        if importlib.util.find_spec("agent_framework_orchestrations") is None:  # it needs Python >= 3.11
+            _log("capture overhead, Agent Framework: skipped, agent-framework-orchestrations is not installed")
+        else:
+            _log(f"capture overhead, Agent Framework: {rounds} rounds x {ag_runs} runs")
+            results["agent_framework"] = run_capture("agent_framework", rounds=rounds, runs=ag_runs,
+                                                     warmup=warmup, log=_log)
     if "breakdown" in parts:
         _log("where orch-otel's time goes")
         results["breakdown"] = run_breakdowns(2 if smoke else 40, log=_log)
@@ -122,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a few runs each; check only that everything ran")
     parser.add_argument("--rounds", type=int, default=None, help="alternation rounds (default 16; smoke 1)")
-    parser.add_argument("--runs", type=int, default=None, help="runs per batch (default 10 LangGraph, 30 AutoGen)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per batch (default 10 LangGraph, 30 AutoGen and Agent Framework)")
     parser.add_argument("--memory-runs", type=int, default=None, help="supervisor runs for RSS (default 5000)")
     parser.add_argument("--only", default=None, help=f"comma-separated parts of {','.join(PARTS)}")
     parser.add_argument("--out", default=None, help="report path (default BENCHMARKS.md in the repository)")
@@ -130,13 +138,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="raw results JSON (default bench-out/results.json; smoke: not saved)")
     parser.add_argument("--render", default=None, metavar="RESULTS_JSON",
                         help="only re-write the report from saved raw results (no measuring)")
+    parser.add_argument("--update", action="store_true",
+                        help="with --render of an AutoGen or Agent Framework run alone: replace only that suite's "
+                             "section and summary rows in the existing report")
     args = parser.parse_args(argv)
     out_path = Path(args.out) if args.out else REPO / "BENCHMARKS.md"
+    if args.update and not args.render:
+        parser.error("--update needs --render RESULTS_JSON")
     if args.render:
         results, meta = load_results(json.loads(Path(args.render).read_text()))
-        write_report(out_path, smoke=meta.get("smoke", False), argv=meta.get("argv", []), results=results, started=meta["started"],
-                     load_before=meta["load_before"], load_after=meta["load_after"], seconds=meta["seconds"])
-        _log(f"wrote {out_path} from {args.render}")
+        target = out_path.with_name(out_path.name + ".partial") if args.update else out_path
+        write_report(target, smoke=meta.get("smoke", False), argv=meta.get("argv", []), results=results,
+                     started=meta["started"], load_before=meta["load_before"], load_after=meta["load_after"],
+                     seconds=meta["seconds"])
+        if args.update:
+            try:
+                merged = update_report(out_path.read_text(), target.read_text(), sorted(results, key=PARTS.index))
+            except ValueError as exc:
+                parser.error(str(exc))
+            finally:
+                target.unlink()
+            out_path.write_text(merged)
+        _log(f"{'updated' if args.update else 'wrote'} {out_path} from {args.render}")
         return 0
     parts = set(args.only.split(",")) if args.only else set(PARTS)
     if unknown := parts - set(PARTS):

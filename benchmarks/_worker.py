@@ -38,7 +38,8 @@ from .configurations import Config
 from .suites import SUITES
 
 _ENV_OFF = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED",
-            "OTEL_TRACES_EXPORTER", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "ORCH_OTEL_TRACE_DIR")
+            "OTEL_TRACES_EXPORTER", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "ORCH_OTEL_TRACE_DIR",
+            "ENABLE_INSTRUMENTATION", "ENABLE_SENSITIVE_DATA")  # the last two: Agent Framework's defaults
 
 
 def _quiet_libraries() -> None:
@@ -52,6 +53,10 @@ def _make_app(suite: str, name: str) -> Any:
         from .apps_langgraph import LangGraphApp
 
         return LangGraphApp(name)
+    if suite == "agent_framework":
+        from .apps_agent_framework import AgentFrameworkApp
+
+        return AgentFrameworkApp(name)
     from .apps_autogen import AutoGenApp
 
     return AutoGenApp(name)

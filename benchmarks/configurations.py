@@ -77,7 +77,7 @@ class Config:
 
     # -- setups ----------------------------------------------------------------------
 
-    def _sdk_provider(self, *, global_: bool) -> Any:
+    def _sdk_provider(self, *, global_: bool, before_export: Any = None) -> Any:
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -87,6 +87,8 @@ class Config:
 
         self.memory = InMemorySpanExporter()
         provider = TracerProvider()
+        if before_export is not None:  # a processor that rewrites spans before they are exported
+            provider.add_span_processor(before_export)
         provider.add_span_processor(SimpleSpanProcessor(self.memory))
         provider.add_span_processor(self.counter)
         if global_:
@@ -110,6 +112,15 @@ class Config:
             apply_variant(variant, self.instrumentation)
 
     def _setup_openinference(self) -> None:
+        if self.suite == "agent_framework":
+            # Not an instrumentor: a span processor rewriting the framework's own spans
+            # (global provider) into OpenInference attributes before export.
+            from openinference.instrumentation.agent_framework import AgentFrameworkToOpenInferenceProcessor
+
+            self._sdk_provider(global_=True, before_export=AgentFrameworkToOpenInferenceProcessor())
+            self.versions["openinference-instrumentation-agent-framework"] = _version(
+                "openinference-instrumentation-agent-framework")
+            return
         provider = self._sdk_provider(global_=False)
         if self.suite == "langgraph":
             from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -160,7 +171,8 @@ class Config:
         register_configure_hook(ContextVar("bench_sdk_spans", default=handler), inheritable=True)
 
     def _setup_builtin(self) -> None:
-        # AutoGen's runtime and agents trace through the global provider when one is set.
+        # AutoGen's runtime and agents, and Agent Framework (its instrumentation is on by
+        # default), trace through the global provider when one is set. Metrics stay no-op.
         self._sdk_provider(global_=True)
 
     # -- per batch ---------------------------------------------------------------------

@@ -12,8 +12,19 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .capture import REPO, CaptureResult, added_ms, fmt_range, med
-from .suites import LABELS, PACKAGES
+from .capture import REPO, CaptureResult, med
+from .report_capture import (
+    AGENT_FRAMEWORK_APPS,
+    AUTOGEN_APPS,
+    added_median,
+    added_per_span,
+    builtin_suite_section,
+    floor_section,
+    langgraph_section,
+    met,
+    safe_ratio,
+)
+from .suites import PACKAGES, SUITES, TITLES
 
 EXTERNAL_TITLES = (("convert", "Conversion (offline logs to replayable traces)"),
                    ("foreign", "Foreign logs against orch-otel's own, per span (docs/foreign-logs.md)"),
@@ -41,62 +52,13 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _kb(n: float) -> str:
-    return f"{n / 1024:.1f}"
-
-
-def capture_table(res: CaptureResult, app: str, *, traces: bool) -> list[str]:
-    head = ("| configuration | ms/run | added ms/run vs none | CPU ms/run | added CPU ms/run | spans/run "
-            "| trace KB/run |")
-    sep = "|---|---:|---:|---:|---:|---:|---:|"
-    if traces:
-        head += " traces/run |"
-        sep += "---:|"
-    lines = [head, sep]
-    for config in res.configs:
-        s = res.series[(app, config)]
-        add = "–" if config == "none" else fmt_range(added_ms(res, app, config))
-        add_cpu = "–" if config == "none" else fmt_range(added_ms(res, app, config, cpu=True))
-        row = (f"| {LABELS[config]} | {fmt_range(s.per_run_ms())} | {add} | {fmt_range(s.per_run_cpu_ms())} | "
-               f"{add_cpu} | {s.per_run('spans'):.1f} | {_kb(s.per_run('bytes'))} |")
-        if traces:
-            row += f" {s.per_run('traces'):.2f} |"
-        lines.append(row)
-    return lines
-
-
-def added_median(res: CaptureResult, app: str, config: str, *, cpu: bool = False) -> float:
-    return med(added_ms(res, app, config, cpu=cpu))
-
-
-def added_per_span(res: CaptureResult, app: str, config: str) -> list[float]:
-    """Per round: the configuration's added µs per run ÷ its spans per run."""
-    spans = res.series[(app, config)].per_run("spans")
-    return [1000 * a / spans for a in added_ms(res, app, config)] if spans else [float("nan")]
-
-
-def _ratios_line(res: CaptureResult, app: str, others: tuple[str, ...]) -> str:
-    """orch-otel's added time ÷ each other configuration's, wall and process CPU."""
-    oo, oo_cpu = added_median(res, app, "orch_otel"), added_median(res, app, "orch_otel", cpu=True)
-    parts = [f"÷ {LABELS[c]} added: **{_ratio(oo, added_median(res, app, c)):.2f}** "
-             f"(CPU: {_ratio(oo_cpu, added_median(res, app, c, cpu=True)):.2f})" for c in others]
-    return "orch-otel added " + "; ".join(parts) + "."
-
-
-def _ratio(a: float, b: float) -> float:
-    return a / b if b > 0 else float("nan")
-
-
-def _ok(flag: bool) -> str:
-    return "yes" if flag else "**no**"
-
-
 
 def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str, Any],
                  started: str, load_before: str, load_after: str, seconds: float) -> dict[str, Any]:
     """Write the report to ``path``; returns the summary figures (key -> value) for the log."""
     lg: CaptureResult | None = results.get("langgraph")
     ag: CaptureResult | None = results.get("autogen")
+    af: CaptureResult | None = results.get("agent_framework")
     mem = results.get("memory")
     bd = results.get("breakdown")
     summary: dict[str, Any] = {}
@@ -104,11 +66,13 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
                   load_after=load_after, seconds=seconds)
     out += _summary_section(results, summary)
     if lg:
-        out += _langgraph_section(lg)
+        out += langgraph_section(lg)
     if ag:
-        out += _autogen_section(ag)
+        out += builtin_suite_section(ag, AUTOGEN_APPS, ("builtin", "openinference"))
+    if af:
+        out += builtin_suite_section(af, AGENT_FRAMEWORK_APPS, ("builtin", "openinference"))
     if lg and lg.floor:
-        out += _floor_section(lg)
+        out += floor_section(lg)
     if mem:
         out += _memory_section(mem)
     if bd:
@@ -126,7 +90,7 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
 def _header(results: dict[str, Any], *, smoke: bool, argv: list[str], started: str, load_before: str,
             load_after: str, seconds: float) -> list[str]:
     versions = _versions()
-    for key in ("langgraph", "autogen"):
+    for key in SUITES:
         if results.get(key):
             versions.update(results[key].versions)
     cmd = ".venv-bench/bin/python -m benchmarks " + " ".join(shlex.quote(a) for a in argv)
@@ -162,13 +126,13 @@ def _header(results: dict[str, Any], *, smoke: bool, argv: list[str], started: s
 
 def _summary_section(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     lg: CaptureResult | None = results.get("langgraph")
-    ag: CaptureResult | None = results.get("autogen")
     conv = (results.get("convert") or {}).get("figures")
     rows: list[str] = []
     if lg:
         rows += _langgraph_rows(lg, summary)
-    if ag:
-        rows += _autogen_rows(ag, summary)
+    for suite in ("autogen", "agent_framework"):
+        if results.get(suite):
+            rows += _builtin_rows(results[suite], summary)
     if lg and lg.floor:
         rows += _floor_rows(lg, summary)
     if results.get("memory"):
@@ -188,26 +152,28 @@ def _langgraph_rows(lg: CaptureResult, summary: dict[str, Any]) -> list[str]:
     rows: list[str] = []
     for app in lg.apps:
         oo, oi = added_median(lg, app, "orch_otel"), added_median(lg, app, "openinference")
-        ratio = _ratio(oo, oi)
+        ratio = safe_ratio(oo, oi)
         summary[f"langgraph.{app}.ratio_vs_openinference"] = ratio
-        cpu_ratio = _ratio(added_median(lg, app, "orch_otel", cpu=True), added_median(lg, app, "openinference", cpu=True))
+        cpu_ratio = safe_ratio(added_median(lg, app, "orch_otel", cpu=True), added_median(lg, app, "openinference", cpu=True))
         summary[f"langgraph.{app}.cpu_ratio_vs_openinference"] = cpu_ratio
         rows.append(f"| LangGraph {app}: orch-otel added ms/run ÷ OpenInference added | ≤ 0.25 | "
-                    f"{oo:.2f} ÷ {oi:.2f} = **{ratio:.2f}** (process CPU: {cpu_ratio:.2f}) | {_ok(ratio <= 0.25)} |")
+                    f"{oo:.2f} ÷ {oi:.2f} = **{ratio:.2f}** (process CPU: {cpu_ratio:.2f}) | {met(ratio <= 0.25)} |")
     return rows
 
 
-def _autogen_rows(ag: CaptureResult, summary: dict[str, Any]) -> list[str]:
+def _builtin_rows(res: CaptureResult, summary: dict[str, Any]) -> list[str]:
+    """A framework with its own tracing (AutoGen, Agent Framework): orch-otel against it."""
+    name = TITLES[res.suite]
     rows: list[str] = []
-    for app in ag.apps:
-        oo, bi = added_median(ag, app, "orch_otel"), added_median(ag, app, "builtin")
-        tr = ag.series[(app, "orch_otel")].per_run("traces")
-        summary[f"autogen.{app}.added_vs_builtin"] = (oo, bi)
-        oo_c, bi_c = added_median(ag, app, "orch_otel", cpu=True), added_median(ag, app, "builtin", cpu=True)
-        rows.append(f"| AutoGen {app}: orch-otel added ms/run vs built-in tracing's | ≤ built-in | "
-                    f"{oo:.2f} vs {bi:.2f} (process CPU: {oo_c:.2f} vs {bi_c:.2f}) | {_ok(oo <= bi)} |")
-        rows.append(f"| AutoGen {app}: orch-otel traces per run | 1 | {tr:.2f} "
-                    f"(built-in: {ag.series[(app, 'builtin')].per_run('traces'):.1f}) | {_ok(abs(tr - 1) < 1e-9)} |")
+    for app in res.apps:
+        oo, bi = added_median(res, app, "orch_otel"), added_median(res, app, "builtin")
+        tr = res.series[(app, "orch_otel")].per_run("traces")
+        summary[f"{res.suite}.{app}.added_vs_builtin"] = (oo, bi)
+        oo_c, bi_c = added_median(res, app, "orch_otel", cpu=True), added_median(res, app, "builtin", cpu=True)
+        rows.append(f"| {name} {app}: orch-otel added ms/run vs built-in tracing's | ≤ built-in | "
+                    f"{oo:.2f} vs {bi:.2f} (process CPU: {oo_c:.2f} vs {bi_c:.2f}) | {met(oo <= bi)} |")
+        rows.append(f"| {name} {app}: orch-otel traces per run | 1 | {tr:.2f} "
+                    f"(built-in: {res.series[(app, 'builtin')].per_run('traces'):.1f}) | {met(abs(tr - 1) < 1e-9)} |")
     return rows
 
 
@@ -215,21 +181,21 @@ def _floor_rows(lg: CaptureResult, summary: dict[str, Any]) -> list[str]:
     rows: list[str] = []
     floor_us = med([1e6 * f["seconds"] / f["spans"] for f in lg.floor])
     rec_us = med([1e6 * r["seconds"] / r["spans"] for r in lg.recorder])
-    summary["floor.recorder_ratio"] = _ratio(rec_us, floor_us)
+    summary["floor.recorder_ratio"] = safe_ratio(rec_us, floor_us)
     rows.append(f"| Recorder span (with export) ÷ bare SDK span, same process | ≤ 3x | "
-                f"{rec_us:.1f} µs ÷ {floor_us:.1f} µs = **{rec_us / floor_us:.2f}x** | {_ok(rec_us / floor_us <= 3)} |")
+                f"{rec_us:.1f} µs ÷ {floor_us:.1f} µs = **{rec_us / floor_us:.2f}x** | {met(rec_us / floor_us <= 3)} |")
     for app in lg.apps:
         per_span = med(added_per_span(lg, app, "orch_otel"))
-        summary[f"floor.{app}.added_per_span_ratio"] = _ratio(per_span, floor_us)
+        summary[f"floor.{app}.added_per_span_ratio"] = safe_ratio(per_span, floor_us)
         rows.append(f"| LangGraph {app}: orch-otel added µs per recorded span ÷ bare SDK span (tight loop) | ≤ 3x | "
                     f"{per_span:.1f} µs ÷ {floor_us:.1f} µs = **{per_span / floor_us:.2f}x** | "
-                    f"{_ok(per_span / floor_us <= 3)} |")
+                    f"{met(per_span / floor_us <= 3)} |")
         if (app, "sdk_spans") in lg.series:
             in_app = med(added_per_span(lg, app, "sdk_spans"))
-            summary[f"floor.{app}.added_per_span_ratio_in_app"] = _ratio(per_span, in_app)
+            summary[f"floor.{app}.added_per_span_ratio_in_app"] = safe_ratio(per_span, in_app)
             rows.append(f"| LangGraph {app}: orch-otel added µs per recorded span ÷ a bare SDK span's in the "
                         f"same app (minimal handler) | ≤ 3x | {per_span:.1f} µs ÷ {in_app:.1f} µs = "
-                        f"**{_ratio(per_span, in_app):.2f}x** | {_ok(_ratio(per_span, in_app) <= 3)} |")
+                        f"**{safe_ratio(per_span, in_app):.2f}x** | {met(safe_ratio(per_span, in_app) <= 3)} |")
     return rows
 
 
@@ -241,7 +207,7 @@ def _memory_rows(mem: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     grow_none = base[-1][1] - base[min(first, len(base) - 1)][1]
     summary["memory.growth_mib"] = grow
     return [f"| RSS growth, supervisor runs {oo[first][0]:,}→{oo[-1][0]:,}, orch-otel on | flat (≈ none) | "
-            f"{grow:+.1f} MiB (uninstrumented: {grow_none:+.1f} MiB) | {_ok(grow <= max(2.0, grow_none + 2.0))} |"]
+            f"{grow:+.1f} MiB (uninstrumented: {grow_none:+.1f} MiB) | {met(grow <= max(2.0, grow_none + 2.0))} |"]
 
 
 def _convert_rows(conv: dict[str, Any], summary: dict[str, Any]) -> list[str]:
@@ -249,7 +215,7 @@ def _convert_rows(conv: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     ratio, floor = med(conv["ratios"]["convert"]), med(conv["ratios"]["group"])
     summary["convert.ratio_to_parse"] = ratio
     rows.append(f"| Offline conversion: spans per CPU-second ÷ orjson parse-only | ≥ 0.5 | **{ratio:.2f}** "
-                f"(grouping by trace id alone, no conversion: {floor:.2f}) | {_ok(ratio >= 0.5)} |")
+                f"(grouping by trace id alone, no conversion: {floor:.2f}) | {met(ratio >= 0.5)} |")
     if "rows" in conv["ratios"]:  # the columnar reader against the row-by-row one, same round
         cpu = med([r / c for r, c in zip(conv["seconds"]["rows"], conv["seconds"]["convert"])])
         wall = med([r / c for r, c in zip(conv["wall"]["rows"], conv["wall"]["convert"])])
@@ -260,21 +226,21 @@ def _convert_rows(conv: dict[str, Any], summary: dict[str, Any]) -> list[str]:
         jobs = med(conv["wall_ratios"]["jobs"])
         summary["convert.jobs_wall_ratio_to_parse"] = jobs
         rows.append(f"| Offline conversion: `--jobs {conv['jobs']}` spans per second (wall) ÷ orjson parse-only | ≥ 0.8 | "
-                    f"**{jobs:.2f}** | {_ok(jobs >= 0.8)} |")
+                    f"**{jobs:.2f}** | {met(jobs >= 0.8)} |")
     if "ray_over_local" in conv:
         speedup = med(conv["ray_over_local"])
         summary["convert.ray_over_local"] = speedup
         rows.append(f"| Offline conversion: `--engine ray` ({conv['jobs']} workers) ÷ one local process, wall clock | "
-                    f"≥ 1.5 | **{speedup:.2f}** | {_ok(speedup >= 1.5)} |")
+                    f"≥ 1.5 | **{speedup:.2f}** | {met(speedup >= 1.5)} |")
     for kind, engine, key in (("convert", "local engine", "rss_kib"), ("ray", "`--engine ray`, the driver", "rss_kib"),
                               ("ray", "`--engine ray`, the largest Ray process", "ray_rss_kib")):
         by_factor = {r["factor"]: r for r in conv["rss"] if r.get("kind", "convert") == kind and r.get(key)}
         if {1, 10} <= by_factor.keys():
             one, ten = by_factor[1][key] / 1024, by_factor[10][key] / 1024
-            summary[f"convert.{kind}.{key}.10x_over_1x"] = _ratio(ten, one)
+            summary[f"convert.{kind}.{key}.10x_over_1x"] = safe_ratio(ten, one)
             rows.append(f"| Offline conversion, {engine}: peak RSS, {by_factor[10]['spans']:,} spans ÷ "
                         f"{by_factor[1]['spans']:,}, same traces open | flat (≤ 1.25x) | {ten:.0f} MiB ÷ {one:.0f} MiB "
-                        f"= **{_ratio(ten, one):.2f}x** | {_ok(_ratio(ten, one) <= 1.25)} |")
+                        f"= **{safe_ratio(ten, one):.2f}x** | {met(safe_ratio(ten, one) <= 1.25)} |")
     return rows
 
 
@@ -284,98 +250,11 @@ def _foreign_rows(figures: dict[str, Any], summary: dict[str, Any]) -> list[str]
         summary[f"foreign.{r['input']}.ratio"] = r["ratio"]
         rows.append(f"| Foreign conversion, {r['input']}: CPU per span ÷ native's, same app | ≤ 1.5 | "
                     f"{r['foreign_us_per_span']:.1f} µs ÷ {r['native_us_per_span']:.1f} µs = **{r['ratio']:.2f}** | "
-                    f"{_ok(r['ratio'] <= 1.5)} |")
+                    f"{met(r['ratio'] <= 1.5)} |")
     return rows
 
 
 # -- one section per part
-
-
-def _langgraph_section(lg: CaptureResult) -> list[str]:
-    out: list[str] = []
-    w = out.append
-    w("## Capture overhead: LangGraph")
-    w("")
-    w(f"{lg.rounds} rounds × {lg.runs} runs per configuration and app (after a warm-up), `ainvoke` per run. "
-      "Apps (`benchmarks/apps_langgraph.py`, offline fake tool-calling models): **supervisor**, a supervisor "
-      "agent that hands off (`Command(graph=PARENT)`) to a research-team subgraph fanning out with `Send` to 3 "
-      "worker agents (model → `search` tool → model) and back in, then to a writer agent with a tool; "
-      "**fanout8**, an 8-way `Send` fan-out of the same worker agent with a fan-in. orch-otel runs its "
-      "default `orch_otel.instrument(trace_dir=...)` (batch processor + trace-file exporter; content capture "
-      "off by default); the peers run their default instrumentors on an SDK provider with a simple processor "
-      "and an in-memory exporter (they capture inputs and outputs by default). *Trace KB/run*: orch-otel, "
-      "bytes written to trace files; peers, the JSON of their spans' names, attributes and events.")
-    w("")
-    for app in lg.apps:
-        w(f"### {app}")
-        w("")
-        out.extend(capture_table(lg, app, traces=True))
-        w("")
-        w(f"{_ratios_line(lg, app, ('openinference', 'openllmetry'))} LangChain's callback dispatch alone "
-          f"(a no-op handler) adds {added_median(lg, app, 'callbacks_only'):.2f} ms/run of orch-otel's "
-          f"{added_median(lg, app, 'orch_otel'):.2f}.")
-        w("")
-    return out
-
-
-def _autogen_section(ag: CaptureResult) -> list[str]:
-    out: list[str] = []
-    w = out.append
-    w("## Capture overhead: AutoGen")
-    w("")
-    w(f"{ag.rounds} rounds × {ag.runs} runs per configuration and app (after a warm-up), one `team.run()` "
-      "per run; teams are built before the timed section (replay clients are consumed). Apps "
-      "(`benchmarks/apps_autogen.py`, `ReplayChatCompletionClient`): **round_robin**, a RoundRobin team "
-      "whose first agent calls a tool and reflects, the second terminates; **swarm**, a Swarm where alice "
-      "calls a tool and hands off to bob, who hands off to the user. Built-in tracing: a global SDK "
-      "provider (simple processor, in-memory exporter), nothing else. OpenInference: its instrumentor on a "
-      "private provider (no global provider, so no built-in spans).")
-    w("")
-    for app in ag.apps:
-        w(f"### {app}")
-        w("")
-        out.extend(capture_table(ag, app, traces=True))
-        w("")
-        w(_ratios_line(ag, app, ("builtin", "openinference")))
-        w("")
-    return out
-
-
-def _floor_section(lg: CaptureResult) -> list[str]:
-    out: list[str] = []
-    w = out.append
-    w("## Floor: orch-otel's cost per span against a bare SDK span")
-    w("")
-    w("Measured inside the orch-otel LangGraph worker, alternating with its app batches. *Bare SDK span*: "
-      "`tracer.start_as_current_span(name, attributes=<5 attributes>)` on a private provider with a simple "
-      "processor and an in-memory exporter. *orch-otel recorder span*: `Recorder.agent(...)` spans (5 "
-      "attributes, 9 per `workflow` root) through `instrument()`'s pipeline, including the batch "
-      "processor's conversion and trace-file write (flushed at the end of the batch). *Bare SDK spans via "
-      "a minimal handler (in-app floor)*: the LangGraph apps run with a LangChain handler that only opens "
-      "a bare SDK span (5 attributes, simple processor, in-memory exporter) for every graph, node, model "
-      "and tool run (`benchmarks/sdk_spans.py`): what one SDK span costs inside the app, callback "
-      "dispatch included, which no callback instrumentation can go below. *Added time per span* rows "
-      "divide a configuration's added time per run by its spans per run.")
-    w("")
-    w("| per span | µs, median (min–max) | ÷ bare SDK span |")
-    w("|---|---:|---:|")
-    fl = [1e6 * f["seconds"] / f["spans"] for f in lg.floor]
-    rec = [1e6 * r["seconds"] / r["spans"] for r in lg.recorder]
-    rec_app = [1e6 * r["app_seconds"] / r["spans"] for r in lg.recorder]
-    w(f"| bare SDK span (floor) | {fmt_range(fl)} | 1.00 |")
-    w(f"| orch-otel recorder span, with conversion + write | {fmt_range(rec)} | {med(rec) / med(fl):.2f} |")
-    w(f"| orch-otel recorder span, app thread only (export after) | {fmt_range(rec_app)} | "
-      f"{med(rec_app) / med(fl):.2f} |")
-    for app in lg.apps:
-        for config in ("sdk_spans", "orch_otel", "openinference", "openllmetry"):
-            if (app, config) not in lg.series:
-                continue
-            per_span = added_per_span(lg, app, config)
-            spans = lg.series[(app, config)].per_run("spans")
-            w(f"| LangGraph {app}: {LABELS[config]}, added time per span ({spans:.0f} spans/run) | "
-              f"{fmt_range(per_span)} | {med(per_span) / med(fl):.2f} |")
-    w("")
-    return out
 
 
 def _memory_section(mem: dict[str, Any]) -> list[str]:

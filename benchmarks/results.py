@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from .capture import CaptureResult, Series
-from .suites import UNTRACED
+from .suites import SUITES, UNTRACED
+
+CAPTURE_SUITES = tuple(SUITES)
 
 
 def dump_results(results: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
@@ -29,7 +31,7 @@ def dump_results(results: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any
 def load_results(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     results: dict[str, Any] = {}
     for key, value in data.items():
-        if key in ("langgraph", "autogen"):
+        if key in CAPTURE_SUITES:
             res = CaptureResult(value["suite"], tuple(value["configs"]), tuple(value["apps"]), value["rounds"],
                                 value["runs"], floor=value["floor"], recorder=value["recorder"],
                                 versions=value["versions"])
@@ -47,7 +49,7 @@ def load_results(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def smoke_check(results: dict[str, Any]) -> list[str]:
     """Problems: a configuration that did not run or produced no spans (never timings)."""
     problems = []
-    for suite in ("langgraph", "autogen"):
+    for suite in CAPTURE_SUITES:
         res: CaptureResult | None = results.get(suite)
         if res is None:
             continue

@@ -39,11 +39,12 @@ def test_smoke_runs_every_configuration(bench_python: Path, tmp_path: Path) -> N
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-6000:]}"
     assert "every configuration ran and produced spans" in proc.stderr
     report = out.read_text()
-    for heading in ("## Capture overhead: LangGraph", "## Capture overhead: AutoGen", "## Floor",
-                    "## Memory", "## Where orch-otel's time goes", "## Foreign logs against orch-otel's own"):
+    for heading in ("## Capture overhead: LangGraph", "## Capture overhead: AutoGen",
+                    "## Capture overhead: Agent Framework", "## Floor", "## Memory", "## Where orch-otel's time goes",
+                    "## Foreign logs against orch-otel's own"):
         assert heading in report, heading
-    for label in ("OpenInference", "OpenLLMetry", "AutoGen built-in tracing", "orch-otel `instrument()`",
-                  "in-app floor"):
+    for label in ("OpenInference", "OpenLLMetry", "AutoGen built-in tracing", "Agent Framework built-in tracing",
+                  "orch-otel `instrument()`", "in-app floor"):
         assert label in report, label
 
 
