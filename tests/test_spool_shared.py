@@ -187,3 +187,52 @@ def test_a_spool_with_acknowledgements_converts_without_problems(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (tmp_path / "out.jsonl.quarantine").exists()
+
+
+HELD_LOCK_APP = r'''
+import os, signal, threading, time
+import orch_otel
+orch_otel.instrument()
+print("ready", flush=True)
+# SIGTERM lands while this thread holds threading's own bookkeeping lock, as it can when a process is
+# stopped at a thread's start or end: the handler must not need that lock to end the process
+with threading._active_limbo_lock:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+print("survived", flush=True)
+'''
+
+
+def test_sigterm_while_threadings_lock_is_held_still_ends_the_process(tmp_path):
+    (tmp_path / "app.py").write_text(HELD_LOCK_APP)
+    env = env_for(tmp_path / "traces")
+    done = subprocess.run([sys.executable, "app.py"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["ready"], done.stderr
+    assert done.returncode == -signal.SIGTERM, done.stderr  # ended by SIGTERM, as without orch-otel
+
+
+CHILD_SIGTERM_APP = r'''
+import multiprocessing, signal
+import orch_otel
+orch_otel.instrument()
+
+def action(_):
+    return "default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "handled"
+
+if __name__ == "__main__":
+    parent = action(None)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        children = set(pool.map(action, range(4)))
+    print(parent, *sorted(children))
+'''
+
+
+def test_forked_children_keep_sigterms_default_action(tmp_path):
+    """A pool worker blocked in C on its queue's lock would never run a Python
+    handler, so Pool.terminate() could wait on it for ever: forked children get
+    the default action back (the parent keeps orch-otel's handler)."""
+    (tmp_path / "app.py").write_text(CHILD_SIGTERM_APP)
+    done = subprocess.run([sys.executable, "app.py"], env=env_for(tmp_path / "traces"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["handled", "default"]
