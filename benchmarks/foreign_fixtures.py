@@ -204,7 +204,10 @@ def normalised(traces: list[dict[str, Any]]) -> list[str]:
     Parallel branches (a fan-out) interleave differently from run to run, so events
     are listed per instance, in order within each. The spawns the converter groups
     into one implied decision are those that start close together, which thread
-    timing decides, so implied spawn decisions are listed last, one per target."""
+    timing decides, so implied spawn decisions are listed last, one per target.
+    Results of tool calls in flight together (consecutive ``tool_result`` events
+    of one instance) arrive in the order the calls finish, also thread timing:
+    such a run is listed sorted."""
     lines = [f"traces: {len(traces)}"]
     for i, t in enumerate(traces):
         lines.append(f"trace {i}: topology={t.get('topology')}")
@@ -219,9 +222,22 @@ def normalised(traces: list[dict[str, Any]]) -> list[str]:
                 implied_spawns += [json.dumps({**kept, "to": to, "targets": [to]}) for to in kept.get("targets", [])]
             else:
                 by_instance.setdefault(kept.get("instance", ""), []).append(json.dumps(kept))
-        lines += [f"  {line}" for instance in sorted(by_instance) for line in by_instance[instance]]
+        lines += [f"  {line}" for instance in sorted(by_instance) for line in _results_sorted(by_instance[instance])]
         lines += [f"  {line}" for line in sorted(implied_spawns)]
     return lines
+
+
+def _results_sorted(events: list[str]) -> list[str]:
+    """``events`` with each run of consecutive tool results sorted."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in events:
+        if '"type": "tool_result"' in line:
+            run.append(line)
+            continue
+        out += sorted(run) + [line]
+        run = []
+    return out + sorted(run)
 
 
 def check(committed: Path) -> int:
