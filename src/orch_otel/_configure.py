@@ -88,7 +88,8 @@ def instrument(
     Where nothing in the process handles SIGTERM, a handler is installed that
     does what exit would, then ends the process with SIGTERM's default action
     (``docs/deploy.md``). Forked children (gunicorn ``--preload``, Celery,
-    ``multiprocessing``) write files and spool segments of their own.
+    ``multiprocessing``) write files and spool segments of their own, and get
+    SIGTERM's default action back.
     """
     global _state
     with _lock:
