@@ -107,9 +107,10 @@ def _venv_python(venv: Path) -> Path:
 
 # The OpenAI Agents SDK needs openai 3 and mcp 2; autogen's own tests need openai < 2 and
 # mcp < 2 (requirements.txt). So .venv-hosts takes every extra of [all] but the SDK's, and
-# leaves those two distributions unpinned by .venv.
+# leaves those distributions unpinned by .venv, with langchain-openai (the dev extra's: its
+# newest needs openai >= 2.45, an older one takes openai 1.x).
 _NOT_HOSTED_EXTRAS = ("openai-agents",)
-_NOT_PINNED = ("openai", "mcp")
+_NOT_PINNED = ("openai", "mcp", "langchain-openai")
 
 
 def _host_extras() -> str:
