@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-zstandard = pytest.importorskip("zstandard")
+zstandard = pytest.importorskip("zstandard", reason="the zstd bombs need zstandard, in the cli extra: pip install 'orch-otel[cli]'")
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign" / "openinference_langgraph_supervisor.otlp.jsonl"
 LIMIT = 4 << 20  # ORCH_OTEL_MAX_LINE_BYTES for these runs
