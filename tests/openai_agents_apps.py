@@ -227,13 +227,21 @@ def stop_at_tools() -> Any:
 # -- sessions ----------------------------------------------------------------------------------
 
 
-def two_runs_in_one_session() -> tuple[Any, Any]:
+def two_runs_in_one_session(streamed_second: bool = False) -> tuple[Any, Any]:
     session = SQLiteSession("conv-7")
     agent = Agent(name="assistant", model=model(step(assistant_message("Hello Ada.")),
                                                 step(assistant_message("You are Ada."))))
     first = run(agent, "I am Ada.", session=session)
-    second = run(agent, "Who am I?", session=session)
-    return first.final_output, second.final_output
+    if not streamed_second:
+        return first.final_output, run(agent, "Who am I?", session=session).final_output
+
+    async def consume() -> Any:
+        result = Runner.run_streamed(agent, "Who am I?", session=session)
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    return first.final_output, asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
 
 
 # -- handoff input filters, runs inside guardrails, sync and cut-short runs --------------------

@@ -5,6 +5,8 @@ orchestration must be the recorded one."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
@@ -126,3 +128,25 @@ def test_a_fork_at_a_handoff_hands_off_to_the_chosen_agent(captured, monkeypatch
     assert result.fork["recorded"] == ["sales"] and result.fork["forced"] == ["support"]
     stops = [(e["agent"], e["reason"]) for e in result.trace["events"] if e.get("decision") == "stop"]
     assert stops[0] == ("support", "end")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_later_run_of_a_session_replays_on_the_history_its_agent_was_given(captured, monkeypatch, streamed):
+    """The second run's model got the session's history before the new input;
+    the record keeps that as the run's input, so a replay (no session) asks
+    the same prompt and is served."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        assert apps.two_runs_in_one_session(streamed_second=streamed) == ("Hello Ada.", "You are Ada.")
+    first, second = captured.conversions()
+    recorded_input = json.loads(second.contents[second.trace["events"][0]["run_input_ref"]])["input"]
+    assert [_text(item) for item in recorded_input] == ["I am Ada.", "Hello Ada.", "Who am I?"]
+    result = replay(check_trace(second.trace), Agent(name="assistant", model=_unscripted()),
+                    contents=second.contents)
+    assert result.equal, result.divergence
+    assert result.served == 1 and result.live == 0
+
+
+def _text(item: dict) -> str:
+    content = item["content"]
+    return content if isinstance(content, str) else "".join(part["text"] for part in content)

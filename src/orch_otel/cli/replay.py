@@ -165,8 +165,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "2 usage or input errors.")
     p.add_argument("traces", nargs="+", help="trace files or directories (their content/ beside them)")
     p.add_argument("--app", required=True, metavar="MODULE:FACTORY",
-                   help="a callable returning the app: a compiled LangGraph graph, an AutoGen team or agent, or an "
-                   "@orch_otel.workflow function (resolved with the current directory on sys.path)")
+                   help="a callable returning the app: a compiled LangGraph graph, an AutoGen team or agent, an Agent "
+                   "Framework workflow or agent, an OpenAI Agents SDK starting agent, or an @orch_otel.workflow "
+                   "function (resolved with the current directory on sys.path)")
     p.add_argument("--trace-id", default=None, help="replay this trace only (with the runs it resumes)")
     p.add_argument("-o", "--out", default=DEFAULT_OUT, help=f"where the new traces go (default: ./{DEFAULT_OUT})")
     p.add_argument("--fork", default=None, metavar="EVENT_ID", help="the decision to change (an event id, e.g. e5)")

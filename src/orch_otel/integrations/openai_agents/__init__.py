@@ -97,6 +97,7 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
+            patches.wrap(module, "prepare_input_with_session", _runs.session_input())
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None

@@ -15,8 +15,9 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
-from ..._invocation import Invocation
+from ..._invocation import Invocation, content_into
 from ...recorder import Recorder
+from ...vocabulary import Attr
 from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
 
@@ -119,6 +120,31 @@ def _run_input(value: Any, workflow: str) -> Any:
     if value is None or not isinstance(value, (str, list)):
         return None
     return {"input": plain(value), "workflow": workflow}
+
+
+def session_input() -> Any:
+    """``prepare_input_with_session``: a run with a session feeds its agent the
+    session's history, then the new input. The root's input becomes that whole
+    list, so the run's record holds what the agent got and a replay needs no
+    session (the run's task id still names the session)."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        prepared = await wrapped(*args, **kwargs)
+        try:
+            state = RUN.get()
+            with_history = kwargs.get("include_history_in_prepared_input", True)
+            if (state is not None and state.root is not None and not state.finished and with_history
+                    and arg(args, kwargs, 1, "session") is not None and state.segments == 0):
+                workflow = getattr(state.run_config, "workflow_name", None) or DEFAULT_WORKFLOW
+                attrs: dict[str, Any] = {}
+                content_into(attrs, state.recorder.content, _run_input(prepared[0], workflow),
+                             Attr.INPUT_REF, Attr.RUN_INPUT)
+                state.root.span.set_attributes(attrs)
+        except Exception:
+            telemetry_failed("session input")
+        return prepared
+
+    return wrapper
 
 
 def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
