@@ -4,7 +4,7 @@ the suite's section and its summary rows are replaced, or inserted after the
 suite before it, and the header says which parts came from which run.
 
 Only the suites measured against a framework's own tracing (AutoGen, Agent
-Framework) can be updated this way: their summary rows all start with the
+Framework, the OpenAI Agents SDK) can be updated this way: their summary rows all start with the
 suite's name and belong to nothing else.
 """
 
@@ -14,7 +14,7 @@ import re
 
 from .suites import SUITES, TITLES
 
-UPDATABLE = ("autogen", "agent_framework")
+UPDATABLE = ("autogen", "agent_framework", "openai_agents")
 ORDER = tuple(SUITES)  # the report's order of the capture suites
 
 
