@@ -31,7 +31,7 @@ from .results import dump_results, load_results, smoke_check
 from .suites import PEERS
 from .update import update_report
 
-PARTS = ("langgraph", "autogen", "agent_framework", "memory", "breakdown", "convert", "foreign", "datasets", "replay")
+PARTS = ("langgraph", "autogen", "agent_framework", "openai_agents", "memory", "breakdown", "convert", "foreign", "datasets", "replay")
 
 
 def _log(msg: str) -> None:
@@ -85,7 +85,7 @@ def measure(parts: set[str], *, smoke: bool, rounds: int | None, runs: int | Non
     """Run the benchmark ``parts``; the defaults for ``None`` depend on ``smoke``."""
     rounds = rounds or (1 if smoke else 16)
     lg_runs = runs or (2 if smoke else 10)
-    ag_runs = runs or (2 if smoke else 30)  # AutoGen and Agent Framework
+    ag_runs = runs or (2 if smoke else 30)  # AutoGen, Agent Framework and the OpenAI Agents SDK
     warmup = 1 if smoke else 5
     mem_runs = memory_runs or (20 if smoke else 5000)
     results: dict[str, Any] = {}
@@ -112,6 +112,9 @@ def measure(parts: set[str], *, smoke: bool, rounds: int | None, runs: int | Non
             _log(f"capture overhead, Agent Framework: {rounds} rounds x {ag_runs} runs")
             results["agent_framework"] = run_capture("agent_framework", rounds=rounds, runs=ag_runs,
                                                      warmup=warmup, log=_log)
+    if "openai_agents" in parts:
+        _log(f"capture overhead, OpenAI Agents SDK: {rounds} rounds x {ag_runs} runs")
+        results["openai_agents"] = run_capture("openai_agents", rounds=rounds, runs=ag_runs, warmup=warmup, log=_log)
     if "breakdown" in parts:
         _log("where orch-otel's time goes")
         results["breakdown"] = run_breakdowns(2 if smoke else 40, log=_log)
@@ -130,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a few runs each; check only that everything ran")
     parser.add_argument("--rounds", type=int, default=None, help="alternation rounds (default 16; smoke 1)")
-    parser.add_argument("--runs", type=int, default=None, help="runs per batch (default 10 LangGraph, 30 AutoGen and Agent Framework)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per batch (default 10 LangGraph, 30 the others)")
     parser.add_argument("--memory-runs", type=int, default=None, help="supervisor runs for RSS (default 5000)")
     parser.add_argument("--only", default=None, help=f"comma-separated parts of {','.join(PARTS)}")
     parser.add_argument("--out", default=None, help="report path (default BENCHMARKS.md in the repository)")
@@ -139,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", default=None, metavar="RESULTS_JSON",
                         help="only re-write the report from saved raw results (no measuring)")
     parser.add_argument("--update", action="store_true",
-                        help="with --render of an AutoGen or Agent Framework run alone: replace only that suite's "
+                        help="with --render of an AutoGen, Agent Framework or OpenAI Agents SDK run alone: replace "
+                             "only that suite's "
                              "section and summary rows in the existing report")
     args = parser.parse_args(argv)
     out_path = Path(args.out) if args.out else REPO / "BENCHMARKS.md"

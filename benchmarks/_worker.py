@@ -39,7 +39,8 @@ from .suites import SUITES
 
 _ENV_OFF = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED",
             "OTEL_TRACES_EXPORTER", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "ORCH_OTEL_TRACE_DIR",
-            "ENABLE_INSTRUMENTATION", "ENABLE_SENSITIVE_DATA")  # the last two: Agent Framework's defaults
+            "ENABLE_INSTRUMENTATION", "ENABLE_SENSITIVE_DATA",  # Agent Framework's defaults
+            "OPENAI_AGENTS_DISABLE_TRACING", "OPENAI_API_KEY")  # the OpenAI Agents SDK's: set per configuration; offline
 
 
 def _quiet_libraries() -> None:
@@ -57,6 +58,10 @@ def _make_app(suite: str, name: str) -> Any:
         from .apps_agent_framework import AgentFrameworkApp
 
         return AgentFrameworkApp(name)
+    if suite == "openai_agents":
+        from .apps_openai_agents import OpenAIAgentsApp
+
+        return OpenAIAgentsApp(name)
     from .apps_autogen import AutoGenApp
 
     return AutoGenApp(name)
@@ -250,7 +255,7 @@ def main(argv: list[str]) -> int:
             traceback.print_exc()
             result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         reply.write(json.dumps(result) + "\n")
-    if config == "orch_otel":
+    if config.startswith("orch_otel"):
         import orch_otel
 
         orch_otel.uninstrument()

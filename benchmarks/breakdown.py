@@ -18,6 +18,13 @@ _TARGETS = {
         ("orch_otel.integrations.langgraph._handler", "OrchestrationHandler", None),  # every on_* callback
     ],
     "autogen": [],
+    "openai_agents": [  # the run hooks' work, looked up by name where each caller finds it
+        ("orch_otel.integrations.openai_agents._hooks", None,
+         ("agent_started", "llm_started", "llm_ended", "handed_off", "agent_ended", "plain")),
+        ("orch_otel.integrations.openai_agents._runs", None, ("finish", "plain")),
+        ("orch_otel.integrations.openai_agents._steps", None, ("definition", "plain")),
+        ("orch_otel.recorder", "Recorder", ("workflow", "agent", "llm", "tool", "delegate")),
+    ],
     "common": [
         ("orch_otel._invocation", "Invocation", ("start", "end")),
         ("orch_otel.recorder", "Recorder", ("message", "aggregate")),

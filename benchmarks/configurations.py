@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .agents_tracing import sdk_tracing
 from .variants import apply_variant
 
 
@@ -69,6 +70,7 @@ class Config:
         self.suite, self.name = suite, name
         self.counter = SpanCounter()
         self.memory: Any = None  # InMemorySpanExporter for the peers / built-in tracing
+        self.agents_tracing: Any = None  # the OpenAI Agents SDK's own traces (agents_tracing.py)
         self.provider: Any = None
         self.trace_dir: Path | None = None
         self.instrumentation: Any = None
@@ -97,10 +99,14 @@ class Config:
         return provider
 
     def _setup_none(self) -> None:
-        pass
+        if self.suite == "openai_agents":  # its tracing is on by default: "none" turns it off
+            sdk_tracing(on=False)
 
     def _setup_orch_otel(self) -> None:
         import orch_otel
+
+        if self.suite == "openai_agents":  # off, as the SDK's docs advise without an OpenAI key
+            sdk_tracing(on=False)
 
         self.trace_dir = Path(tempfile.mkdtemp(prefix="orch-bench-"))
         self.instrumentation = orch_otel.instrument(trace_dir=self.trace_dir)
@@ -110,6 +116,10 @@ class Config:
         variant = os.environ.get("BENCH_ORCH_VARIANT")
         if variant:  # experiments only (benchmarks/experiments.py); never in the published tables
             apply_variant(variant, self.instrumentation)
+
+    def _setup_orch_otel_sdk_tracing(self) -> None:
+        self._setup_orch_otel()
+        self.agents_tracing = sdk_tracing(on=True)
 
     def _setup_openinference(self) -> None:
         if self.suite == "agent_framework":
@@ -122,7 +132,16 @@ class Config:
                 "openinference-instrumentation-agent-framework")
             return
         provider = self._sdk_provider(global_=False)
-        if self.suite == "langgraph":
+        if self.suite == "openai_agents":
+            # A TracingProcessor on the SDK's own tracing; its default (exclusive) replaces the
+            # SDK's processors, the OpenAI uploader among them.
+            from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+            sdk_tracing(on=True, memory=False)
+            OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+            self.versions["openinference-instrumentation-openai-agents"] = _version(
+                "openinference-instrumentation-openai-agents")
+        elif self.suite == "langgraph":
             from openinference.instrumentation.langchain import LangChainInstrumentor
 
             LangChainInstrumentor().instrument(tracer_provider=provider)
@@ -139,6 +158,16 @@ class Config:
     def _setup_openllmetry(self) -> None:
         os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
         provider = self._sdk_provider(global_=False)
+        if self.suite == "openai_agents":
+            # A TracingProcessor added to the SDK's own (by default); here the only one, the OpenAI
+            # uploader being dropped offline as in the other configurations.
+            from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+            sdk_tracing(on=True, memory=False)
+            OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+            self.versions["opentelemetry-instrumentation-openai-agents"] = _version(
+                "opentelemetry-instrumentation-openai-agents")
+            return
         from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
         LangchainInstrumentor().instrument(tracer_provider=provider)
@@ -171,6 +200,9 @@ class Config:
         register_configure_hook(ContextVar("bench_sdk_spans", default=handler), inheritable=True)
 
     def _setup_builtin(self) -> None:
+        if self.suite == "openai_agents":  # its own TracingProcessor API, not OpenTelemetry
+            self.agents_tracing = sdk_tracing(on=True)
+            return
         # AutoGen's runtime and agents, and Agent Framework (its instrumentation is on by
         # default), trace through the global provider when one is set. Metrics stay no-op.
         self._sdk_provider(global_=True)
@@ -186,10 +218,12 @@ class Config:
             self._disk0 = self._trace_bytes_on_disk()
         if self.memory is not None:
             self.memory.clear()
+        if self.agents_tracing is not None:
+            self.agents_tracing.take()
         self.counter.take()
 
     def flush(self) -> None:
-        if self.name == "orch_otel":
+        if self.name.startswith("orch_otel"):
             import orch_otel
 
             assert orch_otel.flush(), "orch-otel flush timed out"
@@ -198,11 +232,14 @@ class Config:
 
     def finish(self) -> dict[str, Any]:
         spans, traces = self.counter.take()
+        sdk = self.agents_tracing.take() if self.agents_tracing is not None else None
         if self.trace_dir is not None:
             nbytes = self._trace_bytes_on_disk() - self._disk0
         elif self.memory is not None:
             nbytes = attribute_bytes(self.memory.get_finished_spans())
             self.memory.clear()
+        elif sdk is not None:  # the SDK's own tracing alone: its spans, traces and JSON export
+            spans, traces, nbytes = sdk
         else:
             nbytes = 0
         return {"spans": spans, "traces": traces, "bytes": nbytes}

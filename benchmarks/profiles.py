@@ -91,7 +91,8 @@ def run_breakdowns(runs: int, python: str = sys.executable, log=print) -> dict[t
     """CPU time per orch-otel function per run (:mod:`benchmarks.breakdown`), in a
     fresh orch-otel worker per suite (the wrappers must not touch the timed workers)."""
     out: dict[tuple[str, str], dict] = {}
-    for suite, apps in (("langgraph", ("supervisor", "fanout8")), ("autogen", ("round_robin", "swarm"))):
+    for suite, apps in (("langgraph", ("supervisor", "fanout8")), ("autogen", ("round_robin", "swarm")),
+                        ("openai_agents", ("handoffs", "as_tools"))):
         worker = WorkerProcess(suite, "orch_otel", python)
         try:
             for app in apps:

@@ -16,6 +16,7 @@ from .capture import REPO, CaptureResult, med
 from .report_capture import (
     AGENT_FRAMEWORK_APPS,
     AUTOGEN_APPS,
+    OPENAI_AGENTS_APPS,
     added_median,
     added_per_span,
     builtin_suite_section,
@@ -24,7 +25,7 @@ from .report_capture import (
     met,
     safe_ratio,
 )
-from .suites import PACKAGES, SUITES, TITLES
+from .suites import BUILTIN_NAMES, LABELS, PACKAGES, PEER_TARGETS, SUITES, TITLES
 
 EXTERNAL_TITLES = (("convert", "Conversion (offline logs to replayable traces)"),
                    ("foreign", "Foreign logs against orch-otel's own, per span (docs/foreign-logs.md)"),
@@ -59,6 +60,7 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
     lg: CaptureResult | None = results.get("langgraph")
     ag: CaptureResult | None = results.get("autogen")
     af: CaptureResult | None = results.get("agent_framework")
+    oa: CaptureResult | None = results.get("openai_agents")
     mem = results.get("memory")
     bd = results.get("breakdown")
     summary: dict[str, Any] = {}
@@ -71,6 +73,8 @@ def write_report(path: Path, *, smoke: bool, argv: list[str], results: dict[str,
         out += builtin_suite_section(ag, AUTOGEN_APPS, ("builtin", "openinference"))
     if af:
         out += builtin_suite_section(af, AGENT_FRAMEWORK_APPS, ("builtin", "openinference"))
+    if oa:
+        out += builtin_suite_section(oa, OPENAI_AGENTS_APPS, ("builtin", "openinference", "openllmetry"))
     if lg and lg.floor:
         out += floor_section(lg)
     if mem:
@@ -130,7 +134,7 @@ def _summary_section(results: dict[str, Any], summary: dict[str, Any]) -> list[s
     rows: list[str] = []
     if lg:
         rows += _langgraph_rows(lg, summary)
-    for suite in ("autogen", "agent_framework"):
+    for suite in ("autogen", "agent_framework", "openai_agents"):
         if results.get(suite):
             rows += _builtin_rows(results[suite], summary)
     if lg and lg.floor:
@@ -162,18 +166,28 @@ def _langgraph_rows(lg: CaptureResult, summary: dict[str, Any]) -> list[str]:
 
 
 def _builtin_rows(res: CaptureResult, summary: dict[str, Any]) -> list[str]:
-    """A framework with its own tracing (AutoGen, Agent Framework): orch-otel against it."""
-    name = TITLES[res.suite]
+    """A framework with its own tracing (AutoGen, Agent Framework, the OpenAI Agents SDK): orch-otel
+    against it, and against the peers where the suite has them as targets."""
+    name, builtin = TITLES[res.suite], BUILTIN_NAMES.get(res.suite, "built-in tracing")
     rows: list[str] = []
     for app in res.apps:
         oo, bi = added_median(res, app, "orch_otel"), added_median(res, app, "builtin")
         tr = res.series[(app, "orch_otel")].per_run("traces")
         summary[f"{res.suite}.{app}.added_vs_builtin"] = (oo, bi)
         oo_c, bi_c = added_median(res, app, "orch_otel", cpu=True), added_median(res, app, "builtin", cpu=True)
-        rows.append(f"| {name} {app}: orch-otel added ms/run vs built-in tracing's | ≤ built-in | "
+        rows.append(f"| {name} {app}: orch-otel added ms/run vs {builtin}'s | ≤ {builtin} | "
                     f"{oo:.2f} vs {bi:.2f} (process CPU: {oo_c:.2f} vs {bi_c:.2f}) | {met(oo <= bi)} |")
+        peers = [p for p in PEER_TARGETS.get(res.suite, ()) if p in res.configs]
+        if peers:
+            added = {p: (added_median(res, app, p), added_median(res, app, p, cpu=True)) for p in peers}
+            summary[f"{res.suite}.{app}.added_vs_peers"] = {"orch_otel": oo, **{p: a for p, (a, _) in added.items()}}
+            wall = ", ".join(f"{LABELS[p]} {a:.2f}" for p, (a, _) in added.items())
+            cpu = ", ".join(f"{LABELS[p]} {c:.2f}" for p, (_, c) in added.items())
+            rows.append(f"| {name} {app}: orch-otel added ms/run vs the peers' | ≤ each peer | {oo:.2f} vs {wall} "
+                        f"(process CPU: {oo_c:.2f} vs {cpu}) | {met(all(oo <= a for a, _ in added.values()))} |")
+        short = builtin if res.suite in BUILTIN_NAMES else "built-in"
         rows.append(f"| {name} {app}: orch-otel traces per run | 1 | {tr:.2f} "
-                    f"(built-in: {res.series[(app, 'builtin')].per_run('traces'):.1f}) | {met(abs(tr - 1) < 1e-9)} |")
+                    f"({short}: {res.series[(app, 'builtin')].per_run('traces'):.1f}) | {met(abs(tr - 1) < 1e-9)} |")
     return rows
 
 

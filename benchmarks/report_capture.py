@@ -106,6 +106,23 @@ AGENT_FRAMEWORK_APPS = (
     "(`AgentFrameworkToOpenInferenceProcessor`, which rewrites the framework's spans into OpenInference "
     "attributes) ahead of the same in-memory exporter, on the built-in tracing; its cost includes the "
     "built-in tracing's.")
+OPENAI_AGENTS_APPS = (
+    "one `Runner.run()` per run; the starting agents are built before the timed section (scripted models are "
+    "consumed). Apps (`benchmarks/apps_openai_agents.py`, the SDK's own `ScriptedModel` as the tests build "
+    "it, writing the SDK's generation spans when its tracing is on, as a real model does): **handoffs**, triage "
+    "calls an async function tool, hands off to billing, billing answers (3 model calls); **as_tools**, a "
+    "manager calls two agents as tools in one turn (they run concurrently), then answers (4 model calls, 2 "
+    "nested runs). Everything is offline: the SDK's default trace processor (which uploads to OpenAI) is "
+    "never used. None: the SDK's tracing off (`set_tracing_disabled(True)`). SDK tracing: on, with an "
+    "in-memory `TracingProcessor` that only keeps what it is given (`set_trace_processors`, "
+    "`benchmarks/agents_tracing.py`), so it costs what the SDK's tracing itself costs. orch-otel: "
+    "`instrument()` with the SDK's tracing off, the way the docs recommend (orch-otel does not read the SDK's "
+    "trace), and again with it on (in-memory processor). OpenInference: `OpenAIAgentsInstrumentor` with its "
+    "default `exclusive_processor=True` (its processor replaces the SDK's); OpenLLMetry: its "
+    "`OpenAIAgentsInstrumentor`, which adds its processor (here the only one); both are processors on the "
+    "SDK's tracing, so their cost includes it, and both export to a private SDK provider with a simple "
+    "processor and an in-memory exporter. *Trace KB/run* for the SDK's tracing: the JSON of its spans' and "
+    "traces' `export()`.")
 
 
 def builtin_suite_section(res: CaptureResult, apps_text: str, others: tuple[str, ...]) -> list[str]:

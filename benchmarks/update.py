@@ -4,7 +4,7 @@ the suite's section and its summary rows are replaced, or inserted after the
 suite before it, and the header says which parts came from which run.
 
 Only the suites measured against a framework's own tracing (AutoGen, Agent
-Framework) can be updated this way: their summary rows all start with the
+Framework, the OpenAI Agents SDK) can be updated this way: their summary rows all start with the
 suite's name and belong to nothing else.
 """
 
@@ -14,7 +14,7 @@ import re
 
 from .suites import SUITES, TITLES
 
-UPDATABLE = ("autogen", "agent_framework")
+UPDATABLE = ("autogen", "agent_framework", "openai_agents")
 ORDER = tuple(SUITES)  # the report's order of the capture suites
 
 
@@ -61,13 +61,18 @@ def _provenance(old_header: list[str], new_header: list[str], suites: list[str])
     def field(lines: list[str], name: str) -> str:
         return next((line.split(": ", 1)[1] for line in lines if line.startswith(f"- {name}: ")), "?")
 
-    old_packages = set(re.findall(r"([\w.-]+) \S+", field(old_header, "Packages")))
-    added = [p for p in field(new_header, "Packages").split(", ") if p.split(" ")[0] not in old_packages]
     names = " and ".join(TITLES[s] for s in suites)
+    out = [h for h in old_header if not h.startswith(f"- Updated: the {names} ")]
+    # packages named by the full run or by another suite's update line are not repeated
+    known = field(old_header, "Packages") + ", " + ", ".join(
+        h.split("; packages: ", 1)[1] for h in out if h.startswith("- Updated: ") and "; packages: " in h)
+    old_packages = set(re.findall(r"([\w.-]+) \S+", known))
+    added = [p for p in field(new_header, "Packages").split(", ") if p.split(" ")[0] not in old_packages]
+    machine = field(new_header, "Machine")
     line = (f"- Updated: the {names} section{'s' if len(suites) > 1 else ''} and summary rows, from {field(new_header, 'Command')} on "
             f"{field(new_header, 'Date')}, load before {field(new_header, 'Load average (1, 5, 15 min) before')}"
+            + (f"; machine: {machine}" if machine != field(old_header, "Machine") else "")
             + (f"; packages: {', '.join(added)}" if added else ""))
-    out = [h for h in old_header if not h.startswith(f"- Updated: the {names} ")]
     last = max(i for i, h in enumerate(out) if h.startswith("- "))
     return out[:last + 1] + [line] + out[last + 1:]
 

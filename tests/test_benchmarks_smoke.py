@@ -40,12 +40,44 @@ def test_smoke_runs_every_configuration(bench_python: Path, tmp_path: Path) -> N
     assert "every configuration ran and produced spans" in proc.stderr
     report = out.read_text()
     for heading in ("## Capture overhead: LangGraph", "## Capture overhead: AutoGen",
-                    "## Capture overhead: Agent Framework", "## Floor", "## Memory", "## Where orch-otel's time goes",
-                    "## Foreign logs against orch-otel's own"):
+                    "## Capture overhead: Agent Framework", "## Capture overhead: OpenAI Agents SDK", "## Floor",
+                    "## Memory", "## Where orch-otel's time goes", "## Foreign logs against orch-otel's own"):
         assert heading in report, heading
     for label in ("OpenInference", "OpenLLMetry", "AutoGen built-in tracing", "Agent Framework built-in tracing",
                   "orch-otel `instrument()`", "in-app floor"):
         assert label in report, label
+    _check_openai_agents(report)
+
+
+# The OpenAI Agents SDK suite's configurations, as the report names them (issue 35).
+OPENAI_AGENTS_ROWS = (
+    "none (SDK tracing off)",
+    "SDK tracing on, an in-memory processor",
+    "orch-otel `instrument()` (trace files), SDK tracing off",
+    "orch-otel `instrument()` (trace files), SDK tracing on",
+    "OpenInference processor (exclusive) on the SDK tracing",
+    "OpenLLMetry processor on the SDK tracing",
+)
+
+
+def _check_openai_agents(report: str) -> None:
+    """Each app's table has a row per configuration; each traced one recorded spans; orch-otel one trace per run."""
+    section = report.split("## Capture overhead: OpenAI Agents SDK", 1)[1].split("\n## ", 1)[0]
+    for app in ("handoffs", "as_tools"):
+        assert f"### {app}" in section, app
+        table = section.split(f"### {app}", 1)[1].split("\n### ", 1)[0]
+        rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
+                                              for line in table.splitlines() if line.startswith("| ")
+                                              and not line.startswith("| configuration"))}
+        assert tuple(rows) == OPENAI_AGENTS_ROWS, (app, tuple(rows))
+        for name, cells in rows.items():
+            spans, traces = float(cells[5]), float(cells[7])
+            if name.startswith("none"):
+                assert spans == 0 and traces == 0, (app, name, cells)
+            else:
+                assert spans > 0 and traces > 0, (app, name, cells)
+            if name.startswith("orch-otel"):
+                assert traces == 1, (app, name, cells)
 
 
 def test_peers_stay_out_of_the_project_venv() -> None:

@@ -94,3 +94,24 @@ def test_only_suites_measured_against_built_in_tracing_can_be_updated_alone() ->
         update_report(OLD, NEW, ["langgraph"])
     with pytest.raises(ValueError, match="no '## Capture overhead: AutoGen'"):
         update_report(OLD, NEW, ["autogen"])
+
+
+def test_a_second_suites_update_names_only_its_own_new_packages_and_a_different_machine() -> None:
+    """The figures of an update may come from another machine than the full run's: the line says so."""
+    old = OLD.replace("- Packages:", "- Machine: 2 CPU core(s), Intel Xeon\n- Packages:")
+    af = update_report(old, NEW.format(n=1).replace("- Packages:", "- Machine: 2 CPU core(s), Intel Xeon\n- Packages:"),
+                       ["agent_framework"])
+    oa_new = (NEW.format(n=1).replace("agent_framework", "openai_agents")
+              .replace("- Packages:", "- Machine: 2 CPU core(s), AMD EPYC\n- Packages:")
+              .replace("agent-framework-core 1.26.0", "agent-framework-core 1.26.0, openai-agents 0.24.0")
+              .replace("Agent Framework sequential", "OpenAI Agents SDK handoffs")
+              .replace("## Capture overhead: Agent Framework", "## Capture overhead: OpenAI Agents SDK"))
+    merged = update_report(af, oa_new, ["openai_agents"])
+    af_line, oa_line = [line for line in merged.splitlines() if line.startswith("- Updated: ")]
+    assert "machine" not in af_line  # the same machine as the full run
+    assert oa_line.startswith("- Updated: the OpenAI Agents SDK section")
+    assert "; machine: 2 CPU core(s), AMD EPYC; " in oa_line
+    assert oa_line.endswith("packages: openai-agents 0.24.0")  # agent-framework-core: named by the line before
+    headings = [line for line in merged.splitlines() if line.startswith("## ")]
+    assert headings[-2:] == ["## Capture overhead: OpenAI Agents SDK",
+                             "## Floor: orch-otel's cost per span against a bare SDK span"]

@@ -66,6 +66,29 @@ def test_model_calls_carry_each_calls_own_usage_and_model(captured):
                    ("ScriptedModel", 40, 6)]
 
 
+@pytest.mark.parametrize("capture", [False, True])
+def test_model_inputs_are_recorded_only_with_capture_on(captured, monkeypatch, capture):
+    """A model's input is the whole conversation so far: with capture off no
+    call hashes it (nor the tools offered), as in the AutoGen and LangGraph
+    integrations; replies, tool arguments and results keep their refs."""
+    from orch_otel.recorder import get_recorder
+
+    monkeypatch.setattr(get_recorder().content, "capture", capture)
+    apps.support()()
+    chats, tools = _spans(captured, "chat"), _spans(captured, "execute_tool")
+    assert len(chats) == 4 and len(tools) == 3
+    assert all(Attr.OUTPUT_REF in s.attributes for s in chats)
+    assert all(Attr.INPUT_REF in s.attributes for s in tools)
+    inputs = [(Attr.INPUT_REF in s.attributes, Attr.INPUT_MESSAGES in s.attributes, Attr.TOOLS_REF in s.attributes)
+              for s in chats]
+    if capture:
+        assert inputs == [(True, True, True)] * 4  # every agent here has a tool or a handoff to offer
+        first = json.loads(chats[0].attributes[Attr.INPUT_MESSAGES])
+        assert first[0] == {"role": "system", "content": "Route the customer."}
+    else:
+        assert inputs == [(False, False, False)] * 4
+
+
 def test_parallel_tools_overlap_and_a_raising_tool_is_an_error(captured):
     assert apps.parallel_tools().final_output == "a and b; c failed"
     trace = _one_trace(captured)

@@ -35,15 +35,18 @@ def agent_started(state: RunState, agent: Any) -> None:
 
 
 def llm_started(state: RunState, agent: Any, system_prompt: Any, input_items: Any) -> None:
-    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    if isinstance(input_items, str):
-        messages.append({"role": "user", "content": input_items})
-    else:
-        messages.extend(plain(list(input_items or ())))
+    recorder = state.recorder
+    messages = tools = None
+    if recorder.content.capture:  # the input is the whole conversation so far: no ref per call (as AutoGen, LangGraph)
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        if isinstance(input_items, str):
+            messages.append({"role": "user", "content": input_items})
+        else:
+            messages.extend(plain(list(input_items or ())))
+        tools = [*state.tools, *state.handoff_tools] or None
     parent = state.segment.context if state.segment is not None else state.parent
-    tools = [*state.tools, *state.handoff_tools] or None
-    state.llm = state.recorder.llm(model_name(agent, state.run_config), input_messages=messages,
-                                   tools=tools).start(attach=False, parent=parent)
+    state.llm = recorder.llm(model_name(agent, state.run_config), input_messages=messages,
+                             tools=tools).start(attach=False, parent=parent)
 
 
 def llm_ended(state: RunState, response: Any) -> None:
