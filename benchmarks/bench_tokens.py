@@ -74,16 +74,23 @@ def storage(turns: int) -> dict[str, float]:
             _conversation(openai.OpenAI(base_url=server.base_url, api_key="x"), turns)
             orch_otel.flush()
             orch_otel.uninstrument()
-            # the bytes on disk: each record's whole content-store line
-            records = [orjson.dumps({"ref": ref, "text": text}) + b"\n"
-                       for ref, text in load_contents(directory).items() if text.startswith('{"v":1')]
+            # the bytes on disk: each record's whole content-store line, by the length of its call's prompt
+            records = sorted((orjson.dumps({"ref": ref, "text": text}) + b"\n"
+                              for ref, text in load_contents(directory).items() if text.startswith('{"v":1')),
+                             key=_prompt_length)
         server.stop()
         key = "shared" if sharing else "whole"
         out[f"bytes_per_call_{key}"] = sum(map(len, records)) / len(records)
-        out[f"bytes_last_call_{key}"] = len(records[-1]) if sharing else max(map(len, records))
+        out[f"bytes_last_call_{key}"] = len(records[-1])  # the prompt grows every turn: the longest is the last call's
         out["tokens_per_call"] = statistics.mean(len(s["prompt_token_ids"]) + len(s["response_token_ids"])
                                                  for s in server.sent)
     return out
+
+
+def _prompt_length(line: bytes) -> int:
+    """The prompt ids a token record's content-store line stands for (whole, or a reference's take + new ids)."""
+    prompt = orjson.loads(orjson.loads(line)["text"])["prompt"]
+    return len(prompt) if isinstance(prompt, list) else prompt["take"] + len(prompt["add"])
 
 
 def _calls(client: Any, calls: int, stream: bool) -> tuple[float, float]:
