@@ -129,6 +129,44 @@ def test_a_team_run_inside_the_apps_workflow_is_one_trace_under_its_root(capture
                      ("support", "end", False)]  # the team's limit ends the team; the app's run then ends
 
 
+def test_a_team_run_inside_a_langgraph_node_is_a_team_the_graph_spawned(captured):
+    """Another framework's run holds the team the same way: only a node that calls a model is an agent
+    (docs/langgraph.md), so the graph's run spawns the team."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    class State(TypedDict):
+        stop: str
+
+    def runner(state: State) -> dict:
+        return {"stop": asyncio.run(run(apps.two_agent_round_robin(3))).stop_reason}
+
+    graph = StateGraph(State)
+    graph.add_node("runner", runner)
+    graph.add_edge(START, "runner")
+    graph.add_edge("runner", END)
+    instrumentor = LangGraphInstrumentor()
+    already = instrumentor.is_instrumented_by_opentelemetry
+    instrumentor.instrument()
+    try:
+        graph.compile(name="desk").invoke({"stop": ""})
+    finally:
+        if not already:
+            instrumentor.uninstrument()
+    chat = ("chat ReplayChatCompletionClient", [])
+    assert span_tree(captured.spans) == [
+        ("invoke_workflow desk", [
+            ("invoke_agent RoundRobinGroupChat", [("invoke_agent a", [chat]), ("invoke_agent b", [chat])]),
+        ]),
+    ]
+    trace = one_trace(captured)
+    assert trace["system"] == "langgraph"
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "spawn")] == [
+        ("desk", "RoundRobinGroupChat"), ("RoundRobinGroupChat", "a"), ("RoundRobinGroupChat", "b")]
+
+
 @orch_otel.workflow("support", task_id="ticket-21")
 async def support_desk(question: str) -> str | None:
     result = await run(apps.weather_round_robin(), task=question)
