@@ -129,6 +129,19 @@ def test_a_team_run_inside_the_apps_workflow_is_one_trace_under_its_root(capture
                      ("support", "end", False)]  # the team's limit ends the team; the app's run then ends
 
 
+def test_a_standalone_agent_run_inside_the_apps_workflow_is_an_agent_it_spawned(captured):
+    with orch_otel.workflow("desk", task_id="ticket-22"):
+        result = asyncio.run(asyncio.wait_for(AssistantAgent("solo", model_client=apps.replay("hi")).run(task="go"),
+                                              TIMEOUT))
+    assert result.messages[-1].content == "hi"
+    assert span_tree(captured.spans) == [
+        ("invoke_workflow desk", [("invoke_agent solo", [("chat ReplayChatCompletionClient", [])])])]
+    trace = one_trace(captured)
+    assert (trace["task_id"], trace["system"]) == ("ticket-22", "custom")
+    assert [(e["type"], e["agent"], e["to"]) for e in trace["events"] if e["type"] in ("spawn", "return")] == [
+        ("spawn", "desk", "solo"), ("return", "solo", "desk")]
+
+
 def test_a_team_run_inside_a_langgraph_node_is_a_team_the_graph_spawned(captured):
     """Another framework's run holds the team the same way: only a node that calls a model is an agent
     (docs/langgraph.md), so the graph's run spawns the team."""

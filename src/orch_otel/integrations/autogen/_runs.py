@@ -208,25 +208,26 @@ def _task(recorder: Recorder, task: Any) -> dict[str, Any] | None:
     return {"task": task} if task is not None and recorder.content.capture else None
 
 
-def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None, task: Any = None):
+def _agent_invocation(recorder: Recorder, agent: Any, nested: bool, task: Any = None):
     name = agent.name
     return recorder.agent(
-        name, role=type(agent).__name__, description=agent.description, spawned=parent is not None,
-        provider=agent_provider(agent), system=SYSTEM if parent is None else None,
-        input=_task(recorder, task) if parent is None else None, task_id=current_task_id() if parent is None else None,
+        name, role=type(agent).__name__, description=agent.description, spawned=nested,
+        provider=agent_provider(agent), system=None if nested else SYSTEM,
+        input=None if nested else _task(recorder, task), task_id=None if nested else current_task_id(),
     )
 
 
 def agent_run(recorder: Recorder, sightings: Sightings) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run`` (not in a team): one agent span; inside
-    a run (for example an ``AgentTool``) the agent is a spawned sub-agent."""
+    a run (for example an ``AgentTool``, or the app's own) the agent is a spawned sub-agent."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
             sightings.discover_agent(instance)
             parent = current_state()
-            inv = _agent_invocation(recorder, instance, parent, arg(args, kwargs, 0, "task")).start(attach=False)
-            state = RunState(instance.name, inv, nested=parent is not None, parent=parent)
+            nested = parent is not None or in_run()
+            inv = _agent_invocation(recorder, instance, nested, arg(args, kwargs, 0, "task")).start(attach=False)
+            state = RunState(instance.name, inv, nested=nested, parent=parent)
         except Exception:
             telemetry_failed("agent run start")
             return await wrapped(*args, **kwargs)
@@ -248,8 +249,9 @@ def agent_run_stream(recorder: Recorder, sightings: Sightings, result_type: type
     def begin(agent: Any, task: Any) -> tuple[RunState, None]:
         sightings.discover_agent(agent)
         parent = current_state()
-        inv = _agent_invocation(recorder, agent, parent, task).start(attach=False)
-        return RunState(agent.name, inv, nested=parent is not None, parent=parent), None
+        nested = parent is not None or in_run()
+        inv = _agent_invocation(recorder, agent, nested, task).start(attach=False)
+        return RunState(agent.name, inv, nested=nested, parent=parent), None
 
     def traced(agen: Any, agent: Any, task: Any) -> AsyncIterator[Any]:
         return _traced_steps(recorder, agen, lambda: begin(agent, task), result_type)
