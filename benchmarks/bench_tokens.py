@@ -36,7 +36,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from token_server import OpenAIServer, Reply  # noqa: E402
+from openai_server import OpenAIServer, Reply  # noqa: E402
 
 import orch_otel  # noqa: E402
 from orch_otel.tracefiles import load_contents  # noqa: E402
@@ -66,24 +66,31 @@ def storage(turns: int) -> dict[str, float]:
 
     out: dict[str, float] = {}
     for sharing in (True, False):
-        server = OpenAIServer("vllm").start()
+        server = OpenAIServer(layout="vllm").start()
         server.script(*(_reply(t) for t in range(turns)))
         with tempfile.TemporaryDirectory() as directory:
             state = orch_otel.instrument(trace_dir=directory, capture_tokens=True)
             state.recorder.content.prefixes.sharing = sharing
-            _conversation(openai.OpenAI(base_url=server.url, api_key="x"), turns)
+            _conversation(openai.OpenAI(base_url=server.base_url, api_key="x"), turns)
             orch_otel.flush()
             orch_otel.uninstrument()
-            # the bytes on disk: each record's whole content-store line
-            records = [orjson.dumps({"ref": ref, "text": text}) + b"\n"
-                       for ref, text in load_contents(directory).items() if text.startswith('{"v":1')]
+            # the bytes on disk: each record's whole content-store line, by the length of its call's prompt
+            records = sorted((orjson.dumps({"ref": ref, "text": text}) + b"\n"
+                              for ref, text in load_contents(directory).items() if text.startswith('{"v":1')),
+                             key=_prompt_length)
         server.stop()
         key = "shared" if sharing else "whole"
         out[f"bytes_per_call_{key}"] = sum(map(len, records)) / len(records)
-        out[f"bytes_last_call_{key}"] = len(records[-1]) if sharing else max(map(len, records))
+        out[f"bytes_last_call_{key}"] = len(records[-1])  # the prompt grows every turn: the longest is the last call's
         out["tokens_per_call"] = statistics.mean(len(s["prompt_token_ids"]) + len(s["response_token_ids"])
                                                  for s in server.sent)
     return out
+
+
+def _prompt_length(line: bytes) -> int:
+    """The prompt ids a token record's content-store line stands for (whole, or a reference's take + new ids)."""
+    prompt = orjson.loads(orjson.loads(line)["text"])["prompt"]
+    return len(prompt) if isinstance(prompt, list) else prompt["take"] + len(prompt["add"])
 
 
 def _calls(client: Any, calls: int, stream: bool) -> tuple[float, float]:
@@ -104,8 +111,8 @@ def _calls(client: Any, calls: int, stream: bool) -> tuple[float, float]:
 def overhead(calls: int, rounds: int) -> dict[str, float]:
     import openai
 
-    server = OpenAIServer("vllm").start()
-    client = openai.OpenAI(base_url=server.url, api_key="x")
+    server = OpenAIServer(layout="vllm").start()
+    client = openai.OpenAI(base_url=server.base_url, api_key="x")
     times: dict[tuple[bool, bool], list[tuple[float, float]]] = {(s, c): [] for s in (False, True) for c in (False, True)}
     with tempfile.TemporaryDirectory() as directory:
         for round_ in range(rounds):
@@ -139,8 +146,8 @@ def capture_cost(repeat: int = 200) -> dict[str, float]:
     from orch_otel.content import ContentPolicy, LocalContents
     from orch_otel.integrations.openai_sdk._read import completion_tokens
 
-    server = OpenAIServer("vllm").start()
-    client = openai.OpenAI(base_url=server.url, api_key="x")
+    server = OpenAIServer(layout="vllm").start()
+    client = openai.OpenAI(base_url=server.base_url, api_key="x")
     server.script(_reply(0), _reply(1))
     messages = [{"role": "user", "content": "hello " * 200}]
     response = client.chat.completions.create(model="m", messages=messages, **ASK)

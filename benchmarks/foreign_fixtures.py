@@ -211,7 +211,7 @@ def normalised(traces: list[dict[str, Any]]) -> list[str]:
     lines = [f"traces: {len(traces)}"]
     for i, t in enumerate(traces):
         lines.append(f"trace {i}: topology={t.get('topology')}")
-        by_instance: dict[str, list[str]] = {}
+        by_instance: dict[str, list[dict[str, Any]]] = {}
         implied_spawns = []
         for e in t["events"]:
             kept = {k: e[k] for k in EVENT_FIELDS if e.get(k) is not None}
@@ -221,18 +221,19 @@ def normalised(traces: list[dict[str, Any]]) -> list[str]:
             if kept.get("implied") and kept.get("decision") == "spawn":
                 implied_spawns += [json.dumps({**kept, "to": to, "targets": [to]}) for to in kept.get("targets", [])]
             else:
-                by_instance.setdefault(kept.get("instance", ""), []).append(json.dumps(kept))
+                by_instance.setdefault(kept.get("instance", ""), []).append(kept)
         lines += [f"  {line}" for instance in sorted(by_instance) for line in _results_sorted(by_instance[instance])]
         lines += [f"  {line}" for line in sorted(implied_spawns)]
     return lines
 
 
-def _results_sorted(events: list[str]) -> list[str]:
-    """``events`` with each run of consecutive tool results sorted."""
+def _results_sorted(events: list[dict[str, Any]]) -> list[str]:
+    """``events`` as lines, with each run of consecutive tool results sorted."""
     out: list[str] = []
     run: list[str] = []
-    for line in events:
-        if '"type": "tool_result"' in line:
+    for event in events:
+        line = json.dumps(event)
+        if event.get("type") == "tool_result":
             run.append(line)
             continue
         out += sorted(run) + [line]

@@ -222,6 +222,11 @@ def _named_task() -> None:
         _run(apps.weather_round_robin)()
 
 
+def _inside_workflow() -> None:
+    with orch_otel.workflow("support", task_id="ticket-20"):
+        _run(apps.weather_round_robin)()
+
+
 ISSUE_32: list[Case] = [  # the shapes of issue 32 (items 6-9, 12): also checked in every dataset view
     Case(
         framework="autogen",
@@ -328,6 +333,23 @@ ISSUE_32: list[Case] = [  # the shapes of issue 32 (items 6-9, 12): also checked
             topology="centralized",
             task_id="ticket-18",
             system="autogen",
+        ),
+    ),
+    Case(
+        framework="autogen",
+        run=_inside_workflow,
+        truth=Truth(
+            app="autogen team run inside the app's orch_otel.workflow('support'): the app's run spawns the weather team",
+            # the team is one agent of the app's run, its agents its own (each once, at its first turn)
+            instances={"weather_team": 1, "a": 1, "b": 1},
+            spawned_by={"weather_team": "support", "a": "weather_team", "b": "weather_team"},
+            delegations=_turns("weather_team", "a", "b"),
+            tool_calls=(("a", "get_weather", "call_1"),),
+            stop=Stop("b", "Text 'TERMINATE' mentioned", forced=False),
+            # the app's workflow only wraps the team (no model, no delegation): not a level; the team runs a and b
+            topology="centralized",
+            task_id="ticket-20",
+            system="custom",
         ),
     ),
 ]

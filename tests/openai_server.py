@@ -1,133 +1,314 @@
-"""A local OpenAI-compatible chat completions server on loopback, for tests of
-real OpenAI clients (autogen-ext's ``OpenAIChatCompletionClient``, LangChain's
-``ChatOpenAI``) without a network: ``POST /v1/chat/completions`` answers each
-request with the next scripted :class:`Reply`, as a whole completion or, when
-the request says ``"stream": true``, as server-sent chunks, with a final usage
-chunk only when ``stream_options.include_usage`` asks (as OpenAI does).
+"""A local OpenAI-compatible chat completions server on loopback, for tests and
+benchmarks of real OpenAI clients (the openai SDK, autogen-ext's
+``OpenAIChatCompletionClient``, LangChain's ``ChatOpenAI``) without a network.
 
-    with OpenAIServer([Reply("hello"), Reply(tool_calls=[("c1", "f", "{}")])]) as server:
-        client = OpenAIChatCompletionClient(model="gpt-4o", base_url=server.base_url, api_key="k")
+``POST /v1/chat/completions`` answers each request with the next scripted
+:class:`Reply` (with none left: ``"done"``), as a whole completion or, when the
+request says ``"stream": true``, as server-sent chunks, one per token, with a
+final usage chunk only when ``stream_options.include_usage`` asks (as OpenAI
+does). The request bodies are kept in ``requests``.
 
-Every reply names ``model`` (the served model id, ``gpt-4o-2024-08-06`` by
-default, whatever the request asked for), and the request bodies are kept in
-``requests``. A request with no reply left gets HTTP 500.
+Its ``layout`` is the server it imitates:
+
+- ``"plain"`` (OpenAI): no token ids, no logprobs, whatever is asked; answers
+  name the served model's dated id (:data:`SERVED_MODEL`), not the one asked for.
+- ``"vllm"``: ``return_token_ids`` -> top-level ``prompt_token_ids``
+  (streaming: on the first chunk) and per choice ``token_ids`` (streaming: each
+  chunk's own ids, chunks with no text included); ``logprobs`` ->
+  ``choices[i].logprobs.content[j] = {token, logprob, bytes, top_logprobs}``.
+- ``"sglang"``: ``return_prompt_token_ids`` / ``return_token_ids`` ->
+  ``choices[i].prompt_token_ids`` / ``response_token_ids`` (refused when
+  streaming, as SGLang does); ``return_input_ids_in_sglext`` /
+  ``return_output_ids_in_sglext`` -> ``sglext.input_ids`` / ``output_ids`` (streaming:
+  one trailing chunk with no choices); logprobs as vLLM.
+
+vLLM and SGLang answer under the model name asked for; ``model=`` names another.
+
+The prompt ids are a toy chat template over the request's messages (one id
+per character, role and end markers), so a growing conversation gives
+growing prompt ids, as a real template does; like ChatML templates, it
+renders an earlier reply as the ids the model generated (its text, its tool
+calls spelled as the reply spells them, and the end of turn, which is also
+the end-of-sequence id), so the next prompt extends the previous prompt and
+reply, and a trainer's exact-prefix merge can join them. ``sent`` holds, per
+request, exactly the ids and logprobs the server put on the wire (None where
+it sent none): tests compare recorded values with it. Usage counts these ids,
+unless the reply names its own counts.
+
+    with OpenAIServer([Reply("hello"), Reply(tool_calls=[("search", {"q": "x"})])], layout="vllm") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x")
+
+(``start()`` / ``stop()`` do the same as the ``with`` block, and ``script()``
+queues more replies.)
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SERVED_MODEL = "gpt-4o-2024-08-06"
+LAYOUTS = ("plain", "vllm", "sglang")
+EOS = 2  # ends a reply and, as ChatML's <|im_end|>, every message of the template
+_ROLE_IDS = {"system": 10, "user": 11, "assistant": 12, "tool": 13}
+
+
+def encode(text: str) -> list[int]:
+    """The toy tokenizer: one id per character."""
+    return [100 + ord(c) for c in text]
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    return "" if content is None else str(content)
+
+
+def _spelled_call(function: dict[str, Any]) -> str:
+    """A tool call as a reply spells it (:meth:`Reply.body_text`): arguments as an object."""
+    arguments = function.get("arguments")
+    try:
+        arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        pass
+    return json.dumps({"name": function.get("name"), "arguments": arguments}, sort_keys=True)
+
+
+def prompt_ids(messages: list[dict[str, Any]]) -> list[int]:
+    """The toy chat template: ``<role> text [tool calls] <eos>`` per message, then the assistant's header."""
+    ids: list[int] = []
+    for m in messages:
+        ids.append(_ROLE_IDS.get(m.get("role", "user"), 14))
+        ids.extend(encode(_content_text(m.get("content"))))
+        for call in m.get("tool_calls") or ():
+            ids.extend(encode(_spelled_call(call.get("function", {}))))
+        ids.append(EOS)
+    ids.append(_ROLE_IDS["assistant"])
+    return ids
 
 
 @dataclass(frozen=True)
 class Reply:
-    content: str | None = None
-    tool_calls: tuple[tuple[str, str, str], ...] = ()  # (call id, function name, JSON arguments)
-    prompt_tokens: int = 11
-    completion_tokens: int = 7
+    """One scripted answer: text, or tool calls as ``(name, arguments)`` pairs.
+
+    ``call_ids`` names the calls (``call_0``, ``call_1``... where not given);
+    ``prompt_tokens`` / ``completion_tokens`` set the usage reported (by default
+    the ids' counts)."""
+
+    text: str = ""
+    tool_calls: Sequence[tuple[str, dict[str, Any]]] = ()
+    call_ids: Sequence[str] = ()
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def body_text(self) -> str:
+        """The text the completion ids spell (a tool call's JSON for tool calls)."""
+        if self.tool_calls:
+            return "".join(json.dumps({"name": n, "arguments": a}, sort_keys=True) for n, a in self.tool_calls)
+        return self.text
+
+    def wire_calls(self) -> list[dict[str, Any]]:
+        ids = list(self.call_ids) + [f"call_{k}" for k in range(len(self.call_ids), len(self.tool_calls))]
+        return [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, (n, a) in zip(ids, self.tool_calls)]
+
+
+@dataclass
+class _Answer:
+    """One request's answer: what the server generated, and which of it the request asked to be sent."""
+
+    common: dict[str, Any]  # id, created, model: on the completion and every chunk
+    reply: Reply
+    prompt: list[int]
+    output: list[int]
+    logprobs: list[float]
+    asked: dict[str, Any]  # the request body (the SDK merges extra_body into its top level)
+    send_prompt: bool
+    send_output: bool
+    send_logprobs: bool
+
+    @property
+    def usage(self) -> dict[str, int]:
+        prompt = len(self.prompt) if self.reply.prompt_tokens is None else self.reply.prompt_tokens
+        completion = len(self.output) if self.reply.completion_tokens is None else self.reply.completion_tokens
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def pieces(self) -> list[tuple[int, int, str]]:
+        """Per generated id: (position, id, its text); the end-of-sequence id has none."""
+        return [(i, tid, chr(tid - 100) if tid >= 100 else "") for i, tid in enumerate(self.output)]
+
+    def logprobs_of(self, pieces: list[tuple[int, int, str]]) -> dict[str, Any] | None:
+        if not (self.send_logprobs and pieces):
+            return None
+        return {"content": [{"token": t, "logprob": self.logprobs[i], "bytes": list(t.encode()), "top_logprobs": []}
+                            for i, _, t in pieces]}
 
 
 class OpenAIServer:
-    def __init__(self, replies: Iterable[Reply | str], model: str = SERVED_MODEL) -> None:
-        self.model = model
+    def __init__(self, replies: Iterable[Reply | str] = (), *, layout: str = "plain", model: str | None = None,
+                 seed: int = 7) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
+        self.layout = layout
+        self.model = model if model is not None or layout != "plain" else SERVED_MODEL
         self.requests: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []  # per request: prompt_token_ids, response_token_ids, logprobs (None if not sent)
         self._replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
+        self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "start the server first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        assert self._httpd is not None, "start the server first"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> OpenAIServer:
+    def script(self, *replies: Reply | str) -> None:
+        """Queue replies, answered in order."""
+        with self._lock:
+            self._replies.extend(r if isinstance(r, Reply) else Reply(r) for r in replies)
+
+    def start(self) -> OpenAIServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server API)
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                if self.path.rstrip("/") != "/v1/chat/completions":
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                with server._lock:
-                    server.requests.append(body)
-                    reply = server._replies.pop(0) if server._replies else None
-                if reply is None:
-                    return self._send(500, {"error": {"message": "no scripted reply left"}})
-                if body.get("stream"):
-                    usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    return self._stream(server._chunks(reply, usage))
-                return self._send(200, server._completion(reply))
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, chunks: list[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for chunk in chunks:
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
+            protocol_version = "HTTP/1.1"
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="openai-server", daemon=True)
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    return self._send(404, "application/json", json.dumps({"error": {"message": f"no route {self.path}"}}))
+                status, payload, chunks = server._answer(body)
+                if chunks is None:
+                    return self._send(status, "application/json", json.dumps(payload))
+                events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                return self._send(200, "text/event-stream", events)
+
+            def _send(self, status: int, content_type: str, text: str) -> None:
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-server", daemon=True)
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
         if self._thread is not None:
             self._thread.join(timeout=5)
+            self._thread = None
 
-    # -- the OpenAI wire format -----------------------------------------------------------
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
 
-    def _usage(self, reply: Reply) -> dict[str, int]:
-        return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
-    def _completion(self, reply: Reply) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    # -- answers ------------------------------------------------------------------------------
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, Any, list[dict[str, Any]] | None]:
+        stream = bool(body.get("stream"))
+        with self._lock:
+            self.requests.append(body)
+            reply = self._replies.pop(0) if self._replies else Reply("done")
+            number = len(self.requests)
+            output = encode(reply.body_text()) + [EOS]
+            logprobs = [-round(self._rng.random() * 6, 12) for _ in output]
+        if self.layout == "sglang" and stream and (body.get("return_token_ids") or body.get("return_prompt_token_ids")):
+            return 400, {"error": {"message": "return_token_ids is not supported with streaming", "type": "BadRequestError",
+                                   "code": 400}}, None
+        if self.layout == "vllm":
+            send_prompt = send_output = bool(body.get("return_token_ids"))
+        elif self.layout == "sglang":
+            send_prompt = bool(body.get("return_prompt_token_ids") or body.get("return_input_ids_in_sglext"))
+            send_output = bool(body.get("return_token_ids") or body.get("return_output_ids_in_sglext"))
+        else:
+            send_prompt = send_output = False
+        answer = _Answer(common={"id": f"chatcmpl-{number}", "created": 0, "model": self.model or body.get("model", "m")},
+                         reply=reply, prompt=prompt_ids(body.get("messages") or []), output=output, logprobs=logprobs,
+                         asked=body, send_prompt=send_prompt, send_output=send_output,
+                         send_logprobs=bool(body.get("logprobs")) and self.layout != "plain")
+        with self._lock:
+            self.sent.append({"prompt_token_ids": answer.prompt if send_prompt else None,
+                              "response_token_ids": output if send_output else None,
+                              "logprobs": logprobs if answer.send_logprobs else None})
+        if not stream:
+            return 200, self._completion(answer), None
+        return 200, None, self._chunks(answer)
+
+    def _completion(self, answer: _Answer) -> dict[str, Any]:
+        reply = answer.reply
+        message: dict[str, Any] = {"role": "assistant", "content": None if reply.tool_calls else reply.text}
         if reply.tool_calls:
-            message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                                     for i, n, a in reply.tool_calls]
-        return {"id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": self.model,
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-                "usage": self._usage(reply)}
+            message["tool_calls"] = reply.wire_calls()
+        choice: dict[str, Any] = {"index": 0, "message": message,
+                                  "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                                  "logprobs": answer.logprobs_of(answer.pieces())}
+        out: dict[str, Any] = {**answer.common, "object": "chat.completion", "choices": [choice], "usage": answer.usage}
+        if self.layout == "vllm" and answer.send_output:
+            out["prompt_token_ids"] = answer.prompt
+            choice["token_ids"] = answer.output
+        elif self.layout == "sglang":
+            if answer.asked.get("return_prompt_token_ids"):
+                choice["prompt_token_ids"] = answer.prompt
+            if answer.asked.get("return_token_ids"):
+                choice["response_token_ids"] = answer.output
+        return out
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    def _chunks(self, answer: _Answer) -> list[dict[str, Any]]:
+        vllm_ids = self.layout == "vllm" and answer.send_output
+        reply, asked = answer.reply, answer.asked
 
-    def _chunks(self, reply: Reply, usage: bool) -> list[dict[str, Any]]:
-        chunks = [self._chunk({"role": "assistant", "content": ""})]
-        words = (reply.content or "").split(" ")
-        chunks += [self._chunk({"content": w if i == 0 else " " + w}) for i, w in enumerate(words) if reply.content]
-        for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
-            chunks.append(self._chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                                       "function": {"name": name, "arguments": arguments}}]}))
-        chunks.append(self._chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-        if usage:
-            chunks.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1,
-                           "model": self.model, "choices": [], "usage": self._usage(reply)})
+        def chunk(delta: dict[str, Any], part: list[tuple[int, int, str]], finish: str | None = None) -> dict[str, Any]:
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish,
+                                      "logprobs": answer.logprobs_of(part)}
+            if vllm_ids:
+                choice["token_ids"] = [tid for _, tid, _ in part]
+            return {**answer.common, "object": "chat.completion.chunk", "choices": [choice]}
+
+        first = chunk({"role": "assistant", "content": ""}, [])
+        if vllm_ids:
+            first["prompt_token_ids"] = answer.prompt
+        chunks = [first]
+        pieces = answer.pieces()
+        body_pieces, eos = pieces[:-1], pieces[-1:]
+        if reply.tool_calls:  # a tool parser swallows the text: chunks with ids and no text
+            half = max(1, len(body_pieces) // 2)
+            for k, call in enumerate(reply.wire_calls()):
+                head = {"index": k, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"],
+                                                                                     "arguments": ""}}
+                chunks.append(chunk({"tool_calls": [head]}, body_pieces[:half] if k == 0 else []))
+                chunks.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": call["function"]["arguments"]}}]},
+                                    body_pieces[half:] if k == 0 else []))
+        else:
+            chunks += [chunk({"content": piece[2]}, [piece]) for piece in body_pieces]
+        chunks.append(chunk({"content": ""} if not reply.tool_calls else {}, eos))  # EOS: an id with no text
+        chunks.append(chunk({}, [], "tool_calls" if reply.tool_calls else "stop"))
+        if self.layout == "sglang" and (answer.send_prompt or answer.send_output):
+            ext: dict[str, Any] = {}
+            if asked.get("return_input_ids_in_sglext"):
+                ext["input_ids"] = answer.prompt
+            if asked.get("return_output_ids_in_sglext"):
+                ext["output_ids"] = [answer.output]
+            chunks.append({**answer.common, "object": "chat.completion.chunk", "choices": [], "sglext": ext})
+        if (asked.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**answer.common, "object": "chat.completion.chunk", "choices": [], "usage": answer.usage})
         return chunks

@@ -20,7 +20,7 @@ TIMEOUT = 20
 
 instrumented = instrumentor_fixture(AutoGenInstrumentor)
 
-SCRIPT = [Reply(tool_calls=(("call_1", "get_weather", '{"city": "Paris"}'),), prompt_tokens=20, completion_tokens=9),
+SCRIPT = [Reply(tool_calls=[("get_weather", {"city": "Paris"})], call_ids=["call_1"], prompt_tokens=20, completion_tokens=9),
           Reply("It is sunny", prompt_tokens=31, completion_tokens=4)]
 
 

@@ -1,6 +1,7 @@
 """AutoGen shapes the docs teach, recorded as the app ran them: a selector
 narrowed by ``candidate_func``, a GraphFlow with a loop, tools served by a
-workbench, and a task id named around a team run."""
+workbench, a task id named around a team run, and a team run inside the app's
+own ``orch_otel.workflow``."""
 
 from __future__ import annotations
 
@@ -88,6 +89,114 @@ def test_a_task_named_around_a_team_run_keeps_one_autogen_root_and_replays(captu
     assert [s.name for s in roots] == ["invoke_workflow weather_team"]
     result = replay(trace, apps.weather_round_robin(), contents=conversion.contents)
     assert result.equal, result.divergence.describe()
+
+
+def span_tree(spans) -> list[tuple]:
+    """The spans as ``(name, [children])`` from the roots down, children in start order."""
+    children: dict = {}
+    for span in sorted(spans, key=lambda s: s.start_ns):
+        children.setdefault(span.parent_id, []).append(span)
+
+    def node(span) -> tuple:
+        return span.name, [node(child) for child in children.get(span.span_id, [])]
+
+    return [node(root) for root in children.get(None, [])]
+
+
+def test_a_team_run_inside_the_apps_workflow_is_one_trace_under_its_root(captured):
+    """The app's ``workflow("support")`` is the run; the team is one agent it spawned, and a and b the
+    team's (AutoGen's own workflow root is not made a second time)."""
+    with orch_otel.workflow("support", task_id="ticket-20"):
+        result = asyncio.run(run(apps.two_agent_round_robin(3)))
+    assert [m.source for m in result.messages] == ["user", "a", "b"]
+    chat = ("chat ReplayChatCompletionClient", [])
+    assert span_tree(captured.spans) == [
+        ("invoke_workflow support", [
+            ("invoke_agent RoundRobinGroupChat", [
+                ("invoke_agent a", [chat]),
+                ("invoke_agent b", [chat]),
+            ]),
+        ]),
+    ]
+    trace = one_trace(captured)
+    assert (trace["task_id"], trace["system"]) == ("ticket-20", "custom")
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "spawn")] == [
+        ("support", "RoundRobinGroupChat"), ("RoundRobinGroupChat", "a"), ("RoundRobinGroupChat", "b")]
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "return")] == [
+        ("a", "RoundRobinGroupChat"), ("b", "RoundRobinGroupChat"), ("RoundRobinGroupChat", "support")]
+    stops = [(e["agent"], e["reason"], e.get("forced", False)) for e in decisions_of(trace, "stop")]
+    assert stops == [("RoundRobinGroupChat", "Maximum number of messages 3 reached, current message count: 3", True),
+                     ("support", "end", False)]  # the team's limit ends the team; the app's run then ends
+
+
+def test_a_standalone_agent_run_inside_the_apps_workflow_is_an_agent_it_spawned(captured):
+    with orch_otel.workflow("desk", task_id="ticket-22"):
+        result = asyncio.run(asyncio.wait_for(AssistantAgent("solo", model_client=apps.replay("hi")).run(task="go"),
+                                              TIMEOUT))
+    assert result.messages[-1].content == "hi"
+    assert span_tree(captured.spans) == [
+        ("invoke_workflow desk", [("invoke_agent solo", [("chat ReplayChatCompletionClient", [])])])]
+    trace = one_trace(captured)
+    assert (trace["task_id"], trace["system"]) == ("ticket-22", "custom")
+    assert [(e["type"], e["agent"], e["to"]) for e in trace["events"] if e["type"] in ("spawn", "return")] == [
+        ("spawn", "desk", "solo"), ("return", "solo", "desk")]
+
+
+def test_a_team_run_inside_a_langgraph_node_is_a_team_the_graph_spawned(captured):
+    """Another framework's run holds the team the same way: only a node that calls a model is an agent
+    (docs/langgraph.md), so the graph's run spawns the team."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    class State(TypedDict):
+        stop: str
+
+    def runner(state: State) -> dict:
+        return {"stop": asyncio.run(run(apps.two_agent_round_robin(3))).stop_reason}
+
+    graph = StateGraph(State)
+    graph.add_node("runner", runner)
+    graph.add_edge(START, "runner")
+    graph.add_edge("runner", END)
+    instrumentor = LangGraphInstrumentor()
+    already = instrumentor.is_instrumented_by_opentelemetry
+    instrumentor.instrument()
+    try:
+        graph.compile(name="desk").invoke({"stop": ""})
+    finally:
+        if not already:
+            instrumentor.uninstrument()
+    chat = ("chat ReplayChatCompletionClient", [])
+    assert span_tree(captured.spans) == [
+        ("invoke_workflow desk", [
+            ("invoke_agent RoundRobinGroupChat", [("invoke_agent a", [chat]), ("invoke_agent b", [chat])]),
+        ]),
+    ]
+    trace = one_trace(captured)
+    assert trace["system"] == "langgraph"
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "spawn")] == [
+        ("desk", "RoundRobinGroupChat"), ("RoundRobinGroupChat", "a"), ("RoundRobinGroupChat", "b")]
+
+
+@orch_otel.workflow("support", task_id="ticket-21")
+async def support_desk(question: str) -> str | None:
+    result = await run(apps.weather_round_robin(), task=question)
+    return result.stop_reason
+
+
+def test_a_team_run_inside_a_workflow_function_replays_from_the_functions_arguments(captured, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        asyncio.run(support_desk("weather in Paris?"))
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "spawn")] == [
+        ("support", "weather_team"), ("weather_team", "a"), ("weather_team", "b")]
+    result = replay(trace, support_desk, contents=conversion.contents)
+    assert result.equal, result.divergence.describe()
+    assert (result.served, result.live) == (4, 0)  # a's tool call, get_weather, a's reflection, b's answer
 
 
 async def test_a_task_name_reaches_a_standalone_agent_run_and_ends_with_its_block(captured):

@@ -161,7 +161,7 @@ def test_a_fault_while_instrumenting_on_import_never_reaches_the_app(run_python,
         "import logging\n"
         "logging.basicConfig(level=logging.DEBUG, format='LOG %(message)s')\n"
         "from orch_otel.integrations.langgraph import LangGraphInstrumentor\n"
-        "def broken(self, **kwargs):\n"
+        "def broken(self, *args, **kwargs):\n"
         "    raise RuntimeError('sk-planted-secret-0042')\n"
         "LangGraphInstrumentor._patch_langgraph = broken\n"
         + instrument_code(tmp_path / "t") + LANGGRAPH_RUN + "orch_otel.uninstrument()\nprint('app done')\n"

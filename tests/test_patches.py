@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import types
 
+import pytest
 import wrapt
 
 from orch_otel.integrations._patch import Patches, after
@@ -190,3 +191,26 @@ print(type(vars(BaseGroupChat)['run_stream']).__name__, type(vars(BaseChatAgent)
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["raised", "function", "function"]
+
+
+def test_an_agent_framework_instrument_failing_in_its_second_part_leaves_the_first_undone(run_python):
+    """The framework's part was applied when the builders' part failed: a failed
+    instrument() takes both back (BaseInstrumentor never calls uninstrument() after it)."""
+    pytest.importorskip("agent_framework", reason="Agent Framework needs Python >= 3.11")
+    code = """
+import agent_framework, agent_framework_orchestrations
+import orch_otel.integrations.agent_framework._managers as managers
+def broken(recorder):
+    raise RuntimeError('planted')
+managers.speaker_choice = broken
+from agent_framework import Agent
+from orch_otel.integrations.agent_framework import AgentFrameworkInstrumentor
+try:
+    AgentFrameworkInstrumentor().instrument()
+except RuntimeError:
+    print('raised')
+print(type(vars(Agent)['run']).__name__, AgentFrameworkInstrumentor().is_instrumented_by_opentelemetry)
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["raised", "function", "False"]

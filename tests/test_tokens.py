@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from token_server import OpenAIServer, Reply
+from openai_server import OpenAIServer, Reply
 
 from orch_otel import testing
 from orch_otel._tokens import Prefixes, TokenReader, TokenRecord
@@ -35,7 +35,7 @@ def server():
     servers: list[OpenAIServer] = []
 
     def start(layout: str = "vllm") -> OpenAIServer:
-        servers.append(OpenAIServer(layout).start())
+        servers.append(OpenAIServer(layout=layout).start())
         return servers[-1]
 
     yield start
@@ -143,7 +143,7 @@ def test_openai_sdk_calls_keep_the_ids_and_logprobs_the_server_sent(tmp_path, se
     srv = server()
     srv.script(Reply("hello there"), Reply("a second, longer answer"))
     with recording(tmp_path) as rec:
-        _sdk_conversation(openai.OpenAI(base_url=srv.url, api_key="x"), stream)
+        _sdk_conversation(openai.OpenAI(base_url=srv.base_url, api_key="x"), stream)
     rows = rec.turns()
     assert [r["agent"] for r in rows] == ["solo", "solo"]
     # the orchestration context stays with each call: the agent's run ends (its stop) after its second call
@@ -160,7 +160,7 @@ async def test_async_openai_sdk_stream_and_create(tmp_path, server):
     import orch_otel
 
     srv = server()
-    client = openai.AsyncOpenAI(base_url=srv.url, api_key="x")
+    client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="x")
     with recording(tmp_path) as rec:
         with orch_otel.agent("solo"):
             with orch_otel.llm_call("m"):
@@ -177,7 +177,7 @@ def test_sdk_calls_outside_a_recorded_model_call_are_left_alone(tmp_path, server
     import openai
 
     srv = server()
-    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    client = openai.OpenAI(base_url=srv.base_url, api_key="x")
     with recording(tmp_path) as rec:
         response = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], **ASK)
     assert response.model_extra["prompt_token_ids"] == srv.sent[0]["prompt_token_ids"]  # the app's response as sent
@@ -196,7 +196,7 @@ def _chat_openai(srv: OpenAIServer, streaming: bool | None = None):
     from langchain_openai import ChatOpenAI
 
     options = {} if streaming is None else {"streaming": streaming}  # streaming=False would turn .stream() into .invoke()
-    return ChatOpenAI(model="m", base_url=srv.url, api_key="x", **options, **ASK)
+    return ChatOpenAI(model="m", base_url=srv.base_url, api_key="x", **options, **ASK)
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -312,7 +312,7 @@ def _autogen_team(srv: OpenAIServer, stream: bool):
     from autogen_agentchat.teams import RoundRobinGroupChat
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-    client = OpenAIChatCompletionClient(model="m", base_url=srv.url, api_key="x", model_info=MODEL_INFO, **ASK)
+    client = OpenAIChatCompletionClient(model="m", base_url=srv.base_url, api_key="x", model_info=MODEL_INFO, **ASK)
     agents = [AssistantAgent(name, model_client=client, model_client_stream=stream) for name in ("writer", "critic")]
     return RoundRobinGroupChat(agents, termination_condition=MaxMessageTermination(4))
 
@@ -342,7 +342,7 @@ def test_sglang_layout(tmp_path, server, stream):
     srv = server("sglang")
     ask = {"logprobs": True, "extra_body": {"return_input_ids_in_sglext": True, "return_output_ids_in_sglext": True}
            if stream else {"return_prompt_token_ids": True, "return_token_ids": True}}
-    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    client = openai.OpenAI(base_url=srv.base_url, api_key="x")
     import orch_otel
 
     with recording(tmp_path) as rec:
@@ -396,7 +396,7 @@ def test_request_tokens_asks_vllm_for_ids_only_in_recorded_calls(tmp_path, serve
     import orch_otel
 
     srv = server()
-    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    client = openai.OpenAI(base_url=srv.base_url, api_key="x")
     old = get_recorder()
     set_recorder(Recorder(content=ContentPolicy(tokens=LocalContents())))
     instrumentor = OpenAITokensInstrumentor()
@@ -460,7 +460,7 @@ def test_logprobs_that_are_not_finite_read_as_absent():
 _LIVE_APP = """
 import json, sys
 sys.path.insert(0, {tests!r})
-from token_server import OpenAIServer, Reply
+from openai_server import OpenAIServer, Reply
 import orch_otel
 orch_otel.instrument(trace_dir={trace_dir!r}, capture_content=True, capture_tokens=True)
 from langchain.agents import create_agent
@@ -471,9 +471,9 @@ def add(a: int, b: int) -> int:
     '''Add two numbers.'''
     return a + b
 
-srv = OpenAIServer("vllm").start()
+srv = OpenAIServer(layout="vllm").start()
 srv.script(Reply(tool_calls=[("add", {{"a": 1, "b": 2}})]), Reply("3"))
-model = ChatOpenAI(model="m", base_url=srv.url, api_key="x", logprobs=True, extra_body={{"return_token_ids": True}})
+model = ChatOpenAI(model="m", base_url=srv.base_url, api_key="x", logprobs=True, extra_body={{"return_token_ids": True}})
 create_agent(model, tools=[tool(add)], name="math").invoke({{"messages": [("user", "1+2?")]}})
 assert orch_otel.flush()
 print(json.dumps(srv.sent))
@@ -518,7 +518,7 @@ def test_a_stream_left_early_keeps_nothing_and_the_app_goes_on(tmp_path, server)
     import orch_otel
 
     srv = server()
-    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    client = openai.OpenAI(base_url=srv.base_url, api_key="x")
     with recording(tmp_path) as rec:
         with orch_otel.agent("solo"), orch_otel.llm_call("m"):
             with client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True,
@@ -544,7 +544,7 @@ def test_malformed_ids_read_as_absent_and_the_response_is_untouched(tmp_path, se
         return out
 
     srv._completion = broken  # type: ignore[method-assign]
-    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    client = openai.OpenAI(base_url=srv.base_url, api_key="x")
     with recording(tmp_path) as rec:
         with orch_otel.agent("solo"), orch_otel.llm_call("m"):
             response = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], **ASK)
@@ -559,10 +559,10 @@ def test_zero_code_capture_from_the_environment(tmp_path, run_zero_code):
     code = f"""
 import json, sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
-from token_server import OpenAIServer
+from openai_server import OpenAIServer
 import openai, orch_otel
-srv = OpenAIServer("vllm").start()
-client = openai.OpenAI(base_url=srv.url, api_key="x")
+srv = OpenAIServer(layout="vllm").start()
+client = openai.OpenAI(base_url=srv.base_url, api_key="x")
 with orch_otel.agent("solo"), orch_otel.llm_call("m"):
     client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "x"}}], logprobs=True,
                                    extra_body={{"return_token_ids": True}})
@@ -609,7 +609,7 @@ def test_request_tokens_for_sglang_streams_asks_for_the_sglext_ids(tmp_path, ser
 
     monkeypatch.setenv("ORCH_OTEL_REQUEST_TOKENS", "sglang")
     srv = server("sglang")
-    client = openai.OpenAI(base_url=srv.url, api_key="x")
+    client = openai.OpenAI(base_url=srv.base_url, api_key="x")
     with recording(tmp_path) as rec:
         with orch_otel.agent("solo"):
             for stream in (False, True):
@@ -635,7 +635,7 @@ def test_chat_openai_streaming_through_with_raw_response(tmp_path, server):
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
 
     srv = server()
-    model = ChatOpenAI(model="m", base_url=srv.url, api_key="x", streaming=True, include_response_headers=True, **ASK)
+    model = ChatOpenAI(model="m", base_url=srv.base_url, api_key="x", streaming=True, include_response_headers=True, **ASK)
     with recording(tmp_path, LangGraphInstrumentor()) as rec, orch_otel.agent("solo"):
         reply = model.invoke("hi")
     assert reply.content == "done" and "headers" in reply.response_metadata

@@ -2,7 +2,7 @@
 
 A LangGraph app with ``ChatOpenAI`` and an AutoGen team with
 ``OpenAIChatCompletionClient`` are recorded against the loopback vLLM-style
-server (tests/token_server.py) with token and content capture on; the
+server (tests/openai_server.py) with token and content capture on; the
 ``triplets`` rows (per call and ``--trajectories``) and the ``art`` groups are
 built from them WITHOUT ``--tokenizer``. Every id and logprob in the rows is
 what the server sent (``server.sent``); agent-lightning 1.0.2 and OpenPipe ART
@@ -22,9 +22,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from openai_server import EOS, OpenAIServer, Reply, encode, prompt_ids
 from test_dataset_art_lightning import CHECK, _venv, trainer
 from test_tokens import ASK, MODEL_INFO, recording, sent_for
-from token_server import EOS, OpenAIServer, Reply, encode, prompt_ids
 
 from orch_otel.cli import main
 from orch_otel.datasets import Config, build
@@ -133,12 +133,12 @@ def recorded(tmp_path_factory):
     from orch_otel.integrations.autogen import AutoGenInstrumentor
     from orch_otel.integrations.langgraph import LangGraphInstrumentor
 
-    server = OpenAIServer("vllm").start()
+    server = OpenAIServer(layout="vllm").start()
     server.script(*(reply for _, reply in SCRIPT))
     try:
         with recording(tmp_path_factory.mktemp("runs"), LangGraphInstrumentor(), AutoGenInstrumentor()) as rec:
-            _langgraph(server.url)
-            asyncio.run(asyncio.wait_for(_autogen(server.url), 30))
+            _langgraph(server.base_url)
+            asyncio.run(asyncio.wait_for(_autogen(server.base_url), 30))
     finally:
         server.stop()
     assert len(server.sent) == len(SCRIPT)

@@ -285,6 +285,13 @@ def _start(invocation: Invocation) -> None:
     invocation.start()
 
 
+def in_run() -> bool:
+    """True inside an orch-otel run: a span orch-otel started (a workflow, an
+    agent, a tool; an app's own or a framework's) is current and recording.
+    A framework run started here is part of that run, not a run of its own."""
+    return otel_context.get_value(RUN_KEY) is not None and trace.get_current_span().is_recording()
+
+
 def current_agent() -> str | None:
     """Name of the innermost agent in the current context (None outside agents)."""
     value = otel_context.get_value(AGENT_KEY)

@@ -14,6 +14,10 @@ framework stays uninstrumented. An eager patch that fails is undone as far as
 it went too, then raises (``BaseInstrumentor`` never calls ``uninstrument()``
 after a failed ``instrument()``). wrapt cannot take a hook back, so
 ``cancel()`` marks it inert instead.
+
+:class:`LazyInstrumentor` is the shape every orch-otel instrumentor shares: a
+contrib-style ``BaseInstrumentor`` whose parts (a module to wait for and the
+function that patches through a ``Patches`` record) each run so.
 """
 
 from __future__ import annotations
@@ -21,12 +25,17 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Callable
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from functools import partial
 from types import ModuleType
+from typing import Any, NamedTuple
 
 import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from .._faults import log_fault
+from ._patch import Patches
 
 _log = logging.getLogger(__name__)
 
@@ -94,3 +103,45 @@ class WhenImported:
             self._undo()
         except Exception:
             log_fault(_log, logging.WARNING, "orch-otel: could not undo a failed instrumentation of %s", self._what)
+
+
+class OnImport(NamedTuple):
+    """One part of an instrumentor: ``apply(patches)`` patches the framework
+    once ``module`` is imported; ``what`` names the framework in log lines."""
+
+    module: str
+    apply: Callable[[Patches], None]
+    what: str
+
+
+class LazyInstrumentor(BaseInstrumentor):
+    """An instrumentor that patches its framework on the framework's first import.
+
+    A subclass declares the versions it supports (``instrumentation_dependencies``)
+    and its parts (``_parts``); each part patches through a ``Patches`` record
+    of its own, so ``uninstrument()`` (cancelling the parts still waiting,
+    undoing the applied ones, latest first), a failed part and a failed
+    ``instrument()`` take back exactly what was applied."""
+
+    _hooks: tuple[tuple[WhenImported, Patches], ...] = ()
+
+    @abstractmethod
+    def _parts(self, **kwargs: Any) -> Sequence[OnImport]:
+        """What ``instrument(**kwargs)`` patches, and when (none: nothing)."""
+
+    def _instrument(self, **kwargs: Any) -> None:
+        for part in self._parts(**kwargs):
+            patches = Patches()
+            hook = WhenImported(part.module, partial(part.apply, patches), patches.remove, part.what)
+            self._hooks += ((hook, patches),)
+            try:
+                hook.start()
+            except BaseException:
+                self._uninstrument()  # the parts before it too: BaseInstrumentor never uninstruments a failed instrument()
+                raise
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        hooks, self._hooks = self._hooks, ()
+        for hook, patches in reversed(hooks):
+            hook.cancel()  # waits for a patch in progress; what it applied is in its record
+            patches.remove()

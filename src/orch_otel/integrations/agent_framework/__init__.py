@@ -33,19 +33,18 @@ is); instrumenting imports no framework.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from functools import partial
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-
-from .._lazy import WhenImported
+from .._lazy import LazyInstrumentor, OnImport
 from .._patch import Patches, recorder_for
 from .package import _instruments
 
 __all__ = ["AgentFrameworkInstrumentor"]
 
 
-class AgentFrameworkInstrumentor(BaseInstrumentor):
+class AgentFrameworkInstrumentor(LazyInstrumentor):
     """Patches Microsoft Agent Framework so that each workflow or agent run is one orchestration trace.
 
     ``instrument(tracer_provider=None, runtime_spans=False)``: spans go through
@@ -54,25 +53,16 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
     kept, nested under orch-otel's, instead of being suppressed.
     """
 
-    _patches: Patches | None = None
-    _orchestration_patches: Patches | None = None
-    _pending: WhenImported | None = None
-    _pending_orchestrations: WhenImported | None = None
-
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
-    def _instrument(self, **kwargs: Any) -> None:
-        self._pending = WhenImported("agent_framework", lambda: self._patch_framework(**kwargs), self._unpatch,
-                                     "Agent Framework")
-        self._pending.start()
-        # The builders are a package of their own, imported after the framework (or never).
-        self._pending_orchestrations = WhenImported(
-            "agent_framework_orchestrations", lambda: self._patch_orchestrations(**kwargs), self._unpatch_orchestrations,
-            "Agent Framework orchestrations")
-        self._pending_orchestrations.start()
+    def _parts(self, **kwargs: Any) -> Sequence[OnImport]:
+        return [OnImport("agent_framework", partial(self._patch_framework, **kwargs), "Agent Framework"),
+                # The builders are a package of their own, imported after the framework (or never).
+                OnImport("agent_framework_orchestrations", partial(self._patch_orchestrations, **kwargs),
+                         "Agent Framework orchestrations")]
 
-    def _patch_framework(self, **kwargs: Any) -> None:
+    def _patch_framework(self, patches: Patches, **kwargs: Any) -> None:
         # The framework is imported only here: on its first import, after the dependency check.
         from agent_framework import Agent, BaseChatClient, ChatResponse, RawAgent
         from agent_framework._workflows._agent_executor import AgentExecutor
@@ -91,7 +81,6 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         from . import _agents, _builtin, _models, _tools, _workflows
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
-        patches = self._patches = Patches()
 
         # The framework's own spans (first: nothing below may make one unsuppressed).
         patches.wrap(importlib.import_module("agent_framework.observability"), "get_tracer",
@@ -116,7 +105,7 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         patches.wrap(WorkflowContext, "request_info", _workflows.request_info(recorder))
         patches.wrap(RunnerImpl, "create_checkpoint_if_enabled", _workflows.checkpoint(recorder))
 
-    def _patch_orchestrations(self, **kwargs: Any) -> None:
+    def _patch_orchestrations(self, patches: Patches, **kwargs: Any) -> None:
         from agent_framework_orchestrations._base_group_chat_orchestrator import BaseGroupChatOrchestrator
         from agent_framework_orchestrations._group_chat import AgentBasedGroupChatOrchestrator
         from agent_framework_orchestrations._handoff import HandoffAgentExecutor
@@ -125,7 +114,6 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         from . import _managers
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
-        patches = self._orchestration_patches = Patches()
         patches.wrap(BaseGroupChatOrchestrator, "_send_request_to_participant", _managers.speaker_choice(recorder))
         patches.wrap(BaseGroupChatOrchestrator, "_check_terminate_and_yield", _managers.termination_condition(recorder))
         patches.wrap(BaseGroupChatOrchestrator, "_check_round_limit_and_yield", _managers.round_limit(recorder))
@@ -134,22 +122,3 @@ class AgentFrameworkInstrumentor(BaseInstrumentor):
         patches.wrap(MagenticOrchestrator, "_check_within_limits_or_complete", _managers.magentic_limits(recorder))
         patches.wrap(MagenticOrchestrator, "_prepare_final_answer", _managers.magentic_final_answer(recorder))
         patches.wrap(HandoffAgentExecutor, "_should_terminate", _managers.handoff_termination(recorder))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        for name in ("_pending_orchestrations", "_pending"):
-            pending = getattr(self, name)
-            setattr(self, name, None)
-            if pending is not None:
-                pending.cancel()  # waits for a patch in progress
-        self._unpatch_orchestrations()
-        self._unpatch()
-
-    def _unpatch_orchestrations(self) -> None:
-        if self._orchestration_patches is not None:
-            self._orchestration_patches.remove()
-            self._orchestration_patches = None
-
-    def _unpatch(self) -> None:
-        if self._patches is not None:
-            self._patches.remove()
-            self._patches = None

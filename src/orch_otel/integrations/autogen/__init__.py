@@ -42,19 +42,18 @@ imports no framework.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from functools import partial
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-
-from .._lazy import WhenImported
+from .._lazy import LazyInstrumentor, OnImport
 from .._patch import Patches, recorder_for
 from .package import _instruments
 
 __all__ = ["AutoGenInstrumentor"]
 
 
-class AutoGenInstrumentor(BaseInstrumentor):
+class AutoGenInstrumentor(LazyInstrumentor):
     """Patches AutoGen agentchat so that each team run is one orchestration trace.
 
     ``instrument(tracer_provider=None, runtime_spans=False)``: spans go through
@@ -65,18 +64,13 @@ class AutoGenInstrumentor(BaseInstrumentor):
     runtime spans exactly as AutoGen makes them.
     """
 
-    _patches: Patches | None = None
-    _pending: WhenImported | None = None
-
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
-    def _instrument(self, **kwargs: Any) -> None:
-        self._pending = WhenImported("autogen_agentchat", lambda: self._patch_autogen(**kwargs), self._unpatch,
-                                     "AutoGen")
-        self._pending.start()
+    def _parts(self, **kwargs: Any) -> Sequence[OnImport]:
+        return [OnImport("autogen_agentchat", partial(self._patch_autogen, **kwargs), "AutoGen")]
 
-    def _patch_autogen(self, **kwargs: Any) -> None:
+    def _patch_autogen(self, patches: Patches, **kwargs: Any) -> None:
         # The frameworks are imported only here: on their first import, after the dependency check.
         from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent, UserProxyAgent
         from autogen_agentchat.base import Handoff, Response, TaskResult, Team
@@ -107,7 +101,6 @@ class AutoGenInstrumentor(BaseInstrumentor):
             pass
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
-        patches = self._patches = Patches()
         clients = ClientPatcher(recorder, patches, ChatCompletionClient, CreateResult)
         workbenches = WorkbenchPatcher(recorder, patches, Workbench, ToolResult, (StaticWorkbench, StaticStreamWorkbench))
         sightings = Sightings((clients, workbenches))
@@ -158,14 +151,3 @@ class AutoGenInstrumentor(BaseInstrumentor):
             patches.wrap(importlib.import_module(module), name, _builtin.suppress)
         patches.wrap(TraceHelper, "trace_block", _builtin.runtime_span_wrapper(
             bool(kwargs.get("runtime_spans")), kwargs.get("tracer_provider")))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()  # waits for a patch in progress
-        self._unpatch()
-
-    def _unpatch(self) -> None:
-        if self._patches is not None:
-            self._patches.remove()
-            self._patches = None

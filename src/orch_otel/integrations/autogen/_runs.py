@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
-from ..._invocation import CANCELLED, ERROR, OK
+from ..._invocation import CANCELLED, ERROR, OK, in_run
 from ..._task import current_task_id
 from ...recorder import Recorder
 from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
@@ -152,27 +152,31 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
         sightings.discover_team(team)
         parent = current_state()
         name = team.name
-        if parent is not None:  # a nested team: spawned by the agent (or team) it runs in
-            fan = parent.fanout.pop(name, None)
-            if trace.get_current_span() is not parent.span:  # a team participant was chosen by a delegation
+        human: Any = None
+        previous: tuple[SpanContext, str] | None = None
+        if parent is None:
+            human = _human_answer(task, handoff_type, team._participant_names)
+            previous = HANDED_OUT.pop(team_id, None) if human is not None else None
+            if previous is not None and previous[1] != human.source:
+                previous = None  # answered by someone else than the run handed off to
+        # In a team, or in a run the app (or another framework) started, the team is spawned by whoever runs it.
+        nested = parent is not None or in_run()
+        if nested:
+            fan = parent.fanout.pop(name, None) if parent is not None else None
+            if parent is None or trace.get_current_span() is not parent.span:  # not a team participant's turn
                 recorder.spawn(name)
             inv = recorder.agent(
                 name, agent_id=team_id, role=type(team).__name__, description=team.description, spawned=True,
                 fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
             )
-            human = None
         else:
-            human = _human_answer(task, handoff_type, team._participant_names)
-            previous = HANDED_OUT.pop(team_id, None) if human is not None else None
-            if previous is not None and previous[1] != human.source:
-                previous = None  # answered by someone else than the run handed off to
             inv = recorder.workflow(
                 name, task_id=current_task_id(), conversation_id=team_id, system=SYSTEM,
                 topology=_topology(team, nested_types), input=_task(recorder, task),
                 links=[Link(previous[0], {Attr.LINK: RESUME_LINK})] if previous else None,
             )
         inv.start(attach=False)
-        state = RUNS[team_id] = RunState(name, inv, nested=parent is not None, parent=parent)
+        state = RUNS[team_id] = RunState(name, inv, nested=nested, parent=parent)
         if parent is not None:  # a team participant's run is its turn in the enclosing run
             parent.add_turn(name, inv)
         elif human is not None:  # the human answers the handoff that ended an earlier run
@@ -204,25 +208,26 @@ def _task(recorder: Recorder, task: Any) -> dict[str, Any] | None:
     return {"task": task} if task is not None and recorder.content.capture else None
 
 
-def _agent_invocation(recorder: Recorder, agent: Any, parent: RunState | None, task: Any = None):
+def _agent_invocation(recorder: Recorder, agent: Any, nested: bool, task: Any = None):
     name = agent.name
     return recorder.agent(
-        name, role=type(agent).__name__, description=agent.description, spawned=parent is not None,
-        provider=agent_provider(agent), system=SYSTEM if parent is None else None,
-        input=_task(recorder, task) if parent is None else None, task_id=current_task_id() if parent is None else None,
+        name, role=type(agent).__name__, description=agent.description, spawned=nested,
+        provider=agent_provider(agent), system=None if nested else SYSTEM,
+        input=None if nested else _task(recorder, task), task_id=None if nested else current_task_id(),
     )
 
 
 def agent_run(recorder: Recorder, sightings: Sightings) -> Callable[..., Any]:
     """Standalone ``BaseChatAgent.run`` (not in a team): one agent span; inside
-    a run (for example an ``AgentTool``) the agent is a spawned sub-agent."""
+    a run (for example an ``AgentTool``, or the app's own) the agent is a spawned sub-agent."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
             sightings.discover_agent(instance)
             parent = current_state()
-            inv = _agent_invocation(recorder, instance, parent, arg(args, kwargs, 0, "task")).start(attach=False)
-            state = RunState(instance.name, inv, nested=parent is not None, parent=parent)
+            nested = parent is not None or in_run()
+            inv = _agent_invocation(recorder, instance, nested, arg(args, kwargs, 0, "task")).start(attach=False)
+            state = RunState(instance.name, inv, nested=nested, parent=parent)
         except Exception:
             telemetry_failed("agent run start")
             return await wrapped(*args, **kwargs)
@@ -244,8 +249,9 @@ def agent_run_stream(recorder: Recorder, sightings: Sightings, result_type: type
     def begin(agent: Any, task: Any) -> tuple[RunState, None]:
         sightings.discover_agent(agent)
         parent = current_state()
-        inv = _agent_invocation(recorder, agent, parent, task).start(attach=False)
-        return RunState(agent.name, inv, nested=parent is not None, parent=parent), None
+        nested = parent is not None or in_run()
+        inv = _agent_invocation(recorder, agent, nested, task).start(attach=False)
+        return RunState(agent.name, inv, nested=nested, parent=parent), None
 
     def traced(agen: Any, agent: Any, task: Any) -> AsyncIterator[Any]:
         return _traced_steps(recorder, agen, lambda: begin(agent, task), result_type)

@@ -23,16 +23,14 @@ not hide completion LLMs' starts from the app's other handlers (``_llm_start.py`
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-
 from ..._invocation import HANDOFF, INTERRUPTED, OK
 from ...recorder import get_recorder
-from .._lazy import WhenImported
+from .._lazy import LazyInstrumentor, OnImport
 from .._patch import Patches, recorder_for
 from .package import _instruments
 
@@ -41,7 +39,7 @@ __all__ = ["LangGraphInstrumentor"]
 _log = logging.getLogger(__name__)
 
 
-class LangGraphInstrumentor(BaseInstrumentor):
+class LangGraphInstrumentor(LazyInstrumentor):
     """Records LangGraph orchestration as orch-otel spans.
 
     ``instrument(tracer_provider=...)`` uses that provider (default: the
@@ -53,20 +51,15 @@ class LangGraphInstrumentor(BaseInstrumentor):
 
     _handler: Any = None
     _hook_var: ContextVar[Any] | None = None
-    _patches: Patches | None = None
-    _pending: WhenImported | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
-    def _instrument(self, **kwargs: Any) -> None:
-        self._patches = Patches()
+    def _parts(self, **kwargs: Any) -> Sequence[OnImport]:
         # langgraph is a namespace package (no module body to hook); langgraph.pregel is the first real one.
-        self._pending = WhenImported("langgraph.pregel", lambda: self._patch_langgraph(**kwargs), self._unpatch,
-                                     "LangGraph")
-        self._pending.start()
+        return [OnImport("langgraph.pregel", partial(self._patch_langgraph, **kwargs), "LangGraph")]
 
-    def _patch_langgraph(self, **kwargs: Any) -> None:
+    def _patch_langgraph(self, patches: Patches, **kwargs: Any) -> None:
         from langchain_core.tracers import context as lc_context
         from langgraph.errors import GraphBubbleUp, GraphInterrupt, ParentCommand
 
@@ -76,12 +69,10 @@ class LangGraphInstrumentor(BaseInstrumentor):
         from ._llm_start import wrap_llm_start
         from ._tokens import wrap_model_requests
 
-        patches = self._patches
-        if patches is None:
-            return  # uninstrumented meanwhile
         provider = kwargs.get("tracer_provider")
         recorder = None if provider is None else recorder_for(provider)  # None: whichever is orch-otel's then
         handler = self._handler = OrchestrationHandler(recorder)
+        patches.record(self._drop_handler)  # undone last: in-flight runs stop recording even if the hook stays
         # Each piece is recorded the moment it is in place, so a part-way failure is undone exactly.
         # A ContextVar whose *default* is the handler is seen by every thread and
         # every context: the hook adds the handler to each callback manager that
@@ -100,18 +91,10 @@ class LangGraphInstrumentor(BaseInstrumentor):
                 recorder_.register_control_flow(exc_type, outcome)
                 patches.record(partial(recorder_.unregister_control_flow, exc_type))
 
-    def _uninstrument(self, **kwargs: Any) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()  # waits for a patch in progress; what it applied is in the record
-        self._unpatch()
-
-    def _unpatch(self) -> None:
+    def _drop_handler(self) -> None:
         if self._handler is not None:
-            self._handler.enabled = False  # in-flight runs stop recording even if the hook stays
-        if self._patches is not None:
-            self._patches.remove()
-        self._handler = self._hook_var = self._patches = None
+            self._handler.enabled = False
+        self._handler = self._hook_var = None
 
 
 def _remove_configure_hook(lc_context: Any, hook_var: ContextVar[Any]) -> None:

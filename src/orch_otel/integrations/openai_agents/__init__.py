@@ -39,35 +39,29 @@ instrumenting imports no framework.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from functools import partial
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
-
-from .._lazy import WhenImported
+from .._lazy import LazyInstrumentor, OnImport
 from .._patch import Patches, recorder_for
 from .package import _instruments
 
 __all__ = ["OpenAIAgentsInstrumentor"]
 
 
-class OpenAIAgentsInstrumentor(BaseInstrumentor):
+class OpenAIAgentsInstrumentor(LazyInstrumentor):
     """Patches the OpenAI Agents SDK's runner so that each top-level run is
     one orchestration trace. ``instrument(tracer_provider=None)``: spans go
     through orch-otel's recorder, or a recorder on ``tracer_provider``."""
 
-    _patches: Patches | None = None
-    _pending: WhenImported | None = None
-
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
-    def _instrument(self, **kwargs: Any) -> None:
-        self._pending = WhenImported("agents", lambda: self._patch_sdk(**kwargs), self._unpatch,
-                                     "the OpenAI Agents SDK")
-        self._pending.start()
+    def _parts(self, **kwargs: Any) -> Sequence[OnImport]:
+        return [OnImport("agents", partial(self._patch_sdk, **kwargs), "the OpenAI Agents SDK")]
 
-    def _patch_sdk(self, **kwargs: Any) -> None:
+    def _patch_sdk(self, patches: Patches, **kwargs: Any) -> None:
         # The SDK is imported only here: on its first import, after the dependency check.
         from agents import exceptions, run, run_state, tool
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
@@ -77,7 +71,6 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         from ._hooks import hooks_class
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
-        patches = self._patches = Patches()
         tripwires = {
             exceptions.InputGuardrailTripwireTriggered: "input_guardrail_tripwire",
             exceptions.OutputGuardrailTripwireTriggered: "output_guardrail_tripwire",
@@ -98,14 +91,3 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
             patches.wrap(module, "prepare_input_with_session", _runs.session_input())
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()  # waits for a patch in progress
-        self._unpatch()
-
-    def _unpatch(self) -> None:
-        if self._patches is not None:
-            self._patches.remove()
-            self._patches = None

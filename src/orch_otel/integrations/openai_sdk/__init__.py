@@ -17,14 +17,13 @@ the SDK's chat completions module (``integrations/_lazy.py``). See
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from functools import partial
 from typing import Any
-
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from ... import _env as env
 from ...recorder import get_recorder
-from .._lazy import WhenImported
+from .._lazy import LazyInstrumentor, OnImport
 from .._patch import Patches
 from .package import _instruments
 
@@ -33,7 +32,7 @@ __all__ = ["OpenAITokensInstrumentor"]
 _MODULE = "openai.resources.chat.completions.completions"
 
 
-class OpenAITokensInstrumentor(BaseInstrumentor):
+class OpenAITokensInstrumentor(LazyInstrumentor):
     """Reads token ids and logprobs from the openai SDK's chat completions.
 
     ``instrument(request_tokens=None)``: with ``"vllm"`` or ``"sglang"``, also ask
@@ -42,42 +41,23 @@ class OpenAITokensInstrumentor(BaseInstrumentor):
     content policy has token capture on.
     """
 
-    _patches: Patches | None = None
-    _pending: WhenImported | None = None
-
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
-    def _instrument(self, **kwargs: Any) -> None:
+    def _parts(self, **kwargs: Any) -> Sequence[OnImport]:
         if get_recorder().content.tokens is None:
-            return  # token capture off: the SDK is not touched
+            return []  # token capture off: the SDK is not touched
         request = kwargs.get("request_tokens")
         request = env.request_tokens() if request is None else (str(request).lower() or None)
-        self._patches = Patches()
-        self._pending = WhenImported(_MODULE, lambda: self._patch_sdk(request), self._unpatch, "the openai SDK")
-        self._pending.start()
+        return [OnImport(_MODULE, partial(self._patch_sdk, request=request), "the openai SDK")]
 
-    def _patch_sdk(self, request: str | None) -> None:
+    def _patch_sdk(self, patches: Patches, request: str | None) -> None:
         from openai import AsyncStream, Stream
         from openai._legacy_response import LegacyAPIResponse
         from openai.resources.chat.completions import completions
 
         from ._calls import Observer, async_create_wrapper, create_wrapper
 
-        patches = self._patches
-        if patches is None:
-            return
         observer = Observer((Stream, AsyncStream), LegacyAPIResponse, request)
         patches.wrap(completions.Completions, "create", create_wrapper(observer))
         patches.wrap(completions.AsyncCompletions, "create", async_create_wrapper(observer))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()
-        self._unpatch()
-
-    def _unpatch(self) -> None:
-        if self._patches is not None:
-            self._patches.remove()
-        self._patches = None
