@@ -1,6 +1,8 @@
-"""The dataset pipeline: find the trace files once -> read lines -> parse and
-check -> prepare -> view rows (:func:`~.rows.process_line`) -> writer, with bad
-lines quarantined (``VIEW.rejects.jsonl``). The local engine runs the rows step
+"""The dataset pipeline: find the trace files once -> (the views that build
+prompts: a first pass, who gave each reply in the tasks of several traces,
+:mod:`.tasks`) -> read lines -> parse and check -> prepare -> view rows
+(:func:`~.rows.process_line`) -> writer, with bad lines quarantined
+(``VIEW.rejects.jsonl``). The local engine runs the rows step
 in a loop here, the Ray engine (:mod:`.ray_engine`) in Ray tasks, a range of lines each; both
 feed the same writers in the same order, so their outputs are identical."""
 
@@ -39,6 +41,7 @@ from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
 from .rows import is_own_output, process_line
 from .schema import columns
+from .tasks import Replies, TaskReplies, reads_prompts
 from .tokenize import TokensMissing, load_tokenizer
 from .trainers import CONTENT_FORMATS, TRAINER_ROWS
 from .views import ContentMissing
@@ -124,11 +127,27 @@ def dataset_files(inputs: Sequence[str], outdir: Path) -> tuple[list[Path], list
     return files, unread
 
 
+def task_replies(files: Sequence[Path], config: Config, store: ContentIndex) -> dict[str, Replies]:
+    """The first pass (:mod:`.tasks`), for the views that build prompts: who
+    gave each reply, per task read in several traces. Nothing when no
+    content was captured (there is no reply to tell)."""
+    if not reads_prompts(config.view, config.trainer) or not len(store):
+        return {}
+    replies = TaskReplies()
+    for path in files:
+        try:
+            replies.read(raw_lines(path), store)
+        except OSError:  # Unreadable too: the rows pass sets the file aside, naming it
+            continue
+    return replies.finish()
+
+
 def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Generator[dict[str, Any], None, None]:
+    tasks = task_replies(files, config, store)
     for path in files:
         try:
             for line in raw_lines(path):
-                yield process_line(line, config, store)
+                yield process_line(line, config, store, tasks)
         except Unreadable as exc:  # swapped for a FIFO since it was found: set aside, the other files read
             yield unread_file(Problem(exc.path, exc.reason))
 
