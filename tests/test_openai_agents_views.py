@@ -130,3 +130,39 @@ def test_the_runs_of_a_session_are_read_together_from_separate_files(tmp_path):
     _check_run_2(rows, second["trace_id"])
     assert [m["content"] for m in rows[first["trace_id"], "billing"]["messages"] if m.get("trainable")] == [
         "", "Invoice 42 is paid."]
+
+
+def test_an_earlier_run_of_another_agent_stays_its_input_when_one_agent_runs_later(tmp_path):
+    """Run 2 of the session has triage's model call only: billing's run-1
+    answer in its prompt is still billing's, named, not triage's own."""
+    first, second = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(),
+                                        apps.answered_directly_in_the_second_run)
+    rows = _session_rows([tmp_path / "traces"], tmp_path / "chat")
+    assert rows[second["trace_id"], "triage"]["messages"] == [
+        {"role": "system", "content": "Route the customer."},
+        {"role": "user", "content": "Is invoice 42 paid?"},
+        {"role": "assistant", "content": "", "tool_calls": [H1], **CONTEXT},
+        {"role": "tool", "content": HANDED, "tool_call_id": "h1"},
+        {"role": "user", "content": "billing: Invoice 42 is paid.", "name": "billing"},
+        {"role": "user", "content": "Thanks!"},
+        {"role": "assistant", "content": "You are welcome.", **TRAINED}]
+    assert _trained(rows.values()) == sorted([("triage", "", ("h1",)), ("billing", "Invoice 42 is paid.", ()),
+                                              ("triage", "You are welcome.", ())])
+
+
+def test_the_first_pass_keeps_only_tasks_of_several_traces(tmp_path):
+    """What the first pass holds (datasets/tasks.py): the session (two traces)
+    with its agents and one key per distinct reply; a run of no named task
+    (its task id is its trace id) adds nothing."""
+    from orch_otel.datasets.engine import task_replies
+    from orch_otel.tracefiles import ContentIndex
+
+    record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
+    (alone,) = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.support())
+    assert alone["task_id"] == alone["trace_id"]
+    store = ContentIndex([str(tmp_path / "traces")])
+    tasks = task_replies(sorted((tmp_path / "traces").glob("traces-*.jsonl")), Config(view="chat"), store)
+    store.close()
+    assert list(tasks) == ["conv-8"]
+    assert tasks["conv-8"].agents == {"triage", "billing"}
+    assert sorted(tasks["conv-8"].given.values()) == [("billing",)] * 3 + [("triage",)] * 2

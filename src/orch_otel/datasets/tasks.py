@@ -22,10 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..tracefiles import ContentIndex
 from ..vocabulary import Channel, EventKind
 from .messages import normalize_output, reply_key
-from .reader import RawLine, parse_trace
+from .reader import RawLine, check_trace
 
 PROMPT_VIEWS = ("turns", "chat", "triplets", "groups", "preferences")
 
@@ -35,11 +37,14 @@ def reads_prompts(view: str, trainer: str | None) -> bool:
     return view in PROMPT_VIEWS or trainer == "art"
 
 
+_MESSAGE, _LLM = EventKind.MESSAGE.value, Channel.LLM.value
+
+
 def is_model_call(event: dict[str, Any]) -> bool:
-    return event["type"] == EventKind.MESSAGE.value and event.get("channel") == Channel.LLM.value
+    return event["type"] == _MESSAGE and event.get("channel") == _LLM
 
 
-@dataclass
+@dataclass(slots=True)
 class Replies:
     """One task's model calls: the agents that made them, and each reply's key
     -> the agents that gave it (:func:`~.messages.reply_key`)."""
@@ -94,7 +99,9 @@ class TaskReplies:
             if line.error is not None:
                 continue
             try:
-                self.add_trace(parse_trace(line), store)
+                trace = orjson.loads(line.raw)
+                if isinstance(trace, dict) and trace.get("task_id") != trace.get("trace_id"):  # else: no task named
+                    self.add_trace(check_trace(trace), store)
             except Exception:  # not a trace (BadTrace), or content the views cannot read: its rows say why
                 continue
 
