@@ -154,14 +154,14 @@ def test_the_first_pass_keeps_only_tasks_of_several_traces(tmp_path):
     """What the first pass holds (datasets/tasks.py): the session (two traces)
     with its agents and one key per distinct reply; a run of no named task
     (its task id is its trace id) adds nothing."""
-    from orch_otel.datasets.engine import task_replies
+    from orch_otel.datasets.tasks import task_replies
     from orch_otel.tracefiles import ContentIndex
 
     record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
     (alone,) = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.support())
     assert alone["task_id"] == alone["trace_id"]
     store = ContentIndex([str(tmp_path / "traces")])
-    tasks = task_replies(sorted((tmp_path / "traces").glob("traces-*.jsonl")), Config(view="chat"), store)
+    tasks = task_replies(sorted((tmp_path / "traces").glob("traces-*.jsonl")), store)
     store.close()
     assert list(tasks) == ["conv-8"]
     assert tasks["conv-8"].agents == {"triage", "billing"}

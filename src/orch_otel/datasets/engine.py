@@ -41,7 +41,7 @@ from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
 from .rows import is_own_output, process_line
 from .schema import columns
-from .tasks import Replies, TaskReplies, reads_prompts
+from .tasks import reads_prompts, task_replies
 from .tokenize import TokensMissing, load_tokenizer
 from .trainers import CONTENT_FORMATS, TRAINER_ROWS
 from .views import ContentMissing
@@ -127,23 +127,9 @@ def dataset_files(inputs: Sequence[str], outdir: Path) -> tuple[list[Path], list
     return files, unread
 
 
-def task_replies(files: Sequence[Path], config: Config, store: ContentIndex) -> dict[str, Replies]:
-    """The first pass (:mod:`.tasks`), for the views that build prompts: who
-    gave each reply, per task read in several traces. Nothing when no
-    content was captured (there is no reply to tell)."""
-    if not reads_prompts(config.view, config.trainer) or not len(store):
-        return {}
-    replies = TaskReplies()
-    for path in files:
-        try:
-            replies.read(raw_lines(path), store)
-        except OSError:  # Unreadable too: the rows pass sets the file aside, naming it
-            continue
-    return replies.finish()
-
-
 def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Generator[dict[str, Any], None, None]:
-    tasks = task_replies(files, config, store)
+    # the first pass, for the views that build prompts; with no content captured there is no reply to tell
+    tasks = task_replies(files, store) if reads_prompts(config.view, config.trainer) and len(store) else None
     for path in files:
         try:
             for line in raw_lines(path):

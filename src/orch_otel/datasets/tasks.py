@@ -18,7 +18,8 @@ of several traces (some 100 bytes each), never with their content.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ import orjson
 from ..tracefiles import ContentIndex
 from ..vocabulary import Channel, EventKind
 from .messages import normalize_output, reply_key
-from .reader import RawLine, check_trace
+from .reader import RawLine, check_trace, raw_lines
 
 PROMPT_VIEWS = ("turns", "chat", "triplets", "groups", "preferences")
 
@@ -116,3 +117,14 @@ class TaskReplies:
     def finish(self) -> dict[str, Replies]:
         """The tasks read in more than one trace."""
         return {task_id: replies for task_id, replies in self.tasks.items() if replies.several}
+
+
+def task_replies(paths: Sequence[str | os.PathLike[str]], store: ContentIndex) -> dict[str, Replies]:
+    """The first pass over whole trace files (the local engine's): the tasks read in several traces."""
+    replies = TaskReplies()
+    for path in paths:
+        try:
+            replies.read(raw_lines(path), store)
+        except OSError:  # Unreadable too: the rows pass sets the file aside, naming it
+            continue
+    return replies.finish()
