@@ -11,7 +11,7 @@ traces: :mod:`.tasks`).
 2. **first pass** (the views that build prompts): one task per range reads
    its traces' replies (:meth:`~.tasks.TaskReplies.read`); the driver merges
    them as they finish and puts the tasks of several traces in the object
-   store, for every map task.
+   store, which each worker reads once for all its map tasks.
 3. **map**: one task per range reads its lines as the local engine's reader
    does and runs :func:`~.rows.process_line` on each (content read through a
    :class:`~orch_otel.tracefiles.ContentIndex` built once per worker); it
@@ -52,6 +52,7 @@ from .writers import in_row
 _AHEAD = 2  # ranges in flight per CPU: the next result is ready when the driver wants it
 _SLICE = 256  # result rows turned into Python objects at a time on the driver
 _indexes: dict[tuple[str, ...], ContentIndex] = {}  # per worker process: index built once
+_task_maps: dict[str, dict[str, Replies]] = {}  # per worker process: the run's first-pass map, fetched once
 
 
 def _store(dirs: tuple[str, ...]) -> ContentIndex:
@@ -72,12 +73,29 @@ def replies_of_range(r: Range, dirs: tuple[str, ...]) -> TaskReplies:
         return replies
 
 
-def map_range(r: Range, config: Config, dirs: tuple[str, ...], tasks: dict[str, Replies] | None = None) -> Any:
-    """One range's lines -> one Arrow table: a ``payload`` row (the line's result as JSON) per non-empty line."""
+def _tasks_of(boxed: list[Any] | None) -> dict[str, Replies] | None:
+    """The first pass's map, read from the object store once per worker (not
+    once per range: a large map takes a second or more to unpickle). The ref
+    comes in a list, so that Ray does not fetch it for every task."""
+    if not boxed:
+        return None
+    import ray
+
+    key = boxed[0].hex()
+    if key not in _task_maps:
+        _task_maps.clear()  # an earlier run's map
+        _task_maps[key] = ray.get(boxed[0])
+    return _task_maps[key]
+
+
+def map_range(r: Range, config: Config, dirs: tuple[str, ...], boxed_tasks: list[Any] | None = None) -> Any:
+    """One range's lines -> one Arrow table: a ``payload`` row (the line's result as JSON) per non-empty line.
+    ``boxed_tasks``: ``[ref]`` of the first pass's map, for the views that build prompts."""
     import pyarrow as pa
 
     with worker_task():
         store = _store(dirs)
+        tasks = _tasks_of(boxed_tasks)
         try:
             payloads = [_payload(line, config, store, tasks)
                         for line in raw_lines(r.path, r.start, r.end, r.first_line)]
@@ -126,7 +144,7 @@ def ray_results(files: Sequence[Path], config: Config,
         count = ray.remote(count_range)
         ranges = split(list(files), cpus, lambda rs: ray.get([count.remote(r, False) for r in rs]), _always)
         dirs = tuple(content_dirs)
-        tasks = _task_replies(ray, ranges, dirs) if reads_prompts(config.view, config.trainer) else None
+        tasks = [_task_replies(ray, ranges, dirs)] if reads_prompts(config.view, config.trainer) else None
         task, args = ray.remote(map_range), (ray.put(config), dirs, tasks)
         todo = iter(ranges)
         pending = deque(task.remote(r, *args) for r in islice(todo, _AHEAD * cpus))
