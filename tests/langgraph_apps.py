@@ -431,3 +431,26 @@ def build_resumable_chat() -> Any:
     the first run's question, that answer, and the new question."""
     model = FakeToolCallingModel(model_name="chat-llm", responses=[ai("hello there"), ai("second answer")])
     return create_agent(model, [add], name="chat_agent", checkpointer=MemorySaver())
+
+
+def build_resumable_helpdesk() -> Any:
+    """triage (model) -> billing (model) -> end, checkpointed: invoked twice on
+    one thread, each run's prompts hold the earlier run's messages. triage
+    answers "to billing" then "to billing again"; billing "refund issued"
+    then "invoice sent". No message names its speaker (plain model nodes)."""
+    triage_model = FakeToolCallingModel(model_name="triage-llm", responses=[ai("to billing"), ai("to billing again")])
+    billing_model = FakeToolCallingModel(model_name="billing-llm", responses=[ai("refund issued"), ai("invoice sent")])
+
+    def triage(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [triage_model.invoke(state["messages"])]}
+
+    def billing(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [billing_model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("triage", triage)
+    graph.add_node("billing", billing)
+    graph.add_edge(START, "triage")
+    graph.add_edge("triage", "billing")
+    graph.add_edge("billing", END)
+    return graph.compile(name="helpdesk", checkpointer=MemorySaver())

@@ -244,6 +244,44 @@ def two_runs_in_one_session(streamed_second: bool = False) -> tuple[Any, Any]:
     return first.final_output, asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
 
 
+def handoffs_in_one_session() -> tuple[Any, Any]:
+    """Two runs of triage -> billing in one session ("conv-8"), each starting
+    at triage: run 1, "Is invoice 42 paid?": triage hands off (h1), billing
+    looks the invoice up (t1) and answers "Invoice 42 is paid."; run 2, "And
+    invoice 43?": triage hands off again (h2), billing answers "Invoice 43
+    is open.". Every model call of run 2 reads run 1's items first."""
+    billing = Agent(name="billing", handoff_description="invoices", tools=[lookup_invoice], model=model(
+        step(function_call("lookup_invoice", {"number": "42"}, call_id="t1")),
+        step(assistant_message("Invoice 42 is paid.")),
+        step(assistant_message("Invoice 43 is open.")),
+    ))
+    triage = Agent(name="triage", instructions="Route the customer.", handoffs=[billing], model=model(
+        step(function_call("transfer_to_billing", {}, call_id="h1")),
+        step(function_call("transfer_to_billing", {}, call_id="h2")),
+    ))
+    session, config = SQLiteSession("conv-8"), RunConfig(workflow_name="support")
+    first = run(triage, "Is invoice 42 paid?", session=session, run_config=config)
+    second = run(triage, "And invoice 43?", session=session, run_config=config)
+    return first.final_output, second.final_output
+
+
+def answered_directly_in_the_second_run() -> tuple[Any, Any]:
+    """Two runs in one session ("conv-10"): run 1, "Is invoice 42 paid?":
+    triage hands off (h1), billing answers "Invoice 42 is paid."; run 2,
+    "Thanks!": triage answers "You are welcome." itself (no handoff), so
+    triage is the only agent with model calls in run 2."""
+    billing = Agent(name="billing", handoff_description="invoices", model=model(
+        step(assistant_message("Invoice 42 is paid."))))
+    triage = Agent(name="triage", instructions="Route the customer.", handoffs=[billing], model=model(
+        step(function_call("transfer_to_billing", {}, call_id="h1")),
+        step(assistant_message("You are welcome.")),
+    ))
+    session, config = SQLiteSession("conv-10"), RunConfig(workflow_name="support")
+    first = run(triage, "Is invoice 42 paid?", session=session, run_config=config)
+    second = run(triage, "Thanks!", session=session, run_config=config)
+    return first.final_output, second.final_output
+
+
 # -- handoff input filters, runs inside guardrails, sync and cut-short runs --------------------
 
 

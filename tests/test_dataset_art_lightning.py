@@ -4,7 +4,7 @@ code: the ``triplets`` view (agent-lightning's ``Triplet`` and its trainer's
 level) and the ``art`` format (ART's JSONL loader, its RL token assembly and
 its SFT labels). Both trainers need Python 3.12: they run in
 ``.venv-trainers312`` (.ci/run makes it) through tests/trainer_checks/art_lightning.py.
-Rows come from real instrumented LangGraph and AutoGen runs and from the
+Rows come from real instrumented LangGraph, AutoGen and OpenAI Agents SDK runs and from the
 forked branches of tests/fixtures/branches.py; token ids from ``--tokenizer``
 with a tokenizer made here (tests/tokenizer_support.py). What trains is
 compared with each agent's replies written by hand from the apps' code, and
@@ -158,6 +158,20 @@ def _trimming(directory: Path) -> Path:
 
 
 TRIMMING = {"trimmer": [call("add", a=1, b=2), call("add", a=3, b=4), say("3 and 7")]}
+SESSION = {  # tests/openai_agents_apps.py handoffs_in_one_session: two runs of triage -> billing in one SDK session
+    "triage": [call("transfer_to_billing"), call("transfer_to_billing")],
+    "billing": [call("lookup_invoice", number="42"), say("Invoice 42 is paid."), say("Invoice 43 is open.")],
+}
+
+
+def _session(directory: Path) -> Path:
+    pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    import openai_agents_apps as apps
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    record_instrumented(directory, OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
+    return directory
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +183,8 @@ def runs(branches, tmp_path_factory):
         "langgraph-trimming": (_trimming(base / "trimming"), TRIMMING, {"trimmer": ["add"]}),
         "autogen-selector": (_autogen(base / "selector", "selector_team"), SELECTOR, None),
         "autogen-weather": (_autogen(base / "weather", "weather_round_robin"), WEATHER, WEATHER_TOOLS),
+        "openai-agents-session": (_session(base / "session"), SESSION,
+                                  {"triage": ["transfer_to_billing"], "billing": ["lookup_invoice"]}),
     }
 
 
@@ -182,7 +198,7 @@ def _decode(tokenizer_dir: str, ids: list[int]) -> str:
     return AutoTokenizer.from_pretrained(tokenizer_dir).decode(ids)
 
 
-APPS = ["langgraph-supervisor", "langgraph-trimming", "autogen-selector", "autogen-weather"]
+APPS = ["langgraph-supervisor", "langgraph-trimming", "autogen-selector", "autogen-weather", "openai-agents-session"]
 
 
 # -- agent-lightning ----------------------------------------------------------------------------
@@ -301,7 +317,7 @@ def _choices(trajectory: dict) -> list[tuple[str, list]]:
 def test_art_loader_gives_one_choice_per_reply_in_the_main_history(runs, app, tmp_path, local_tokenizer):
     directory, truth, tools = runs[app]
     loaded = _art(directory, tmp_path, local_tokenizer)
-    (group,) = loaded["groups"]  # one trace: one group, its task
+    (group,) = loaded["groups"]  # one group: the task (both runs of the session are one task)
     trained: Counter = Counter()
     for t in group["trajectories"]:
         agent = t["metadata"]["agent"]
@@ -332,7 +348,11 @@ def test_art_starts_a_trajectory_where_the_prompt_does_not_extend(runs, app, age
 # ART's SFT trains every assistant message of a trajectory: a prompt that starts with the agent's earlier reply
 # (the trimmer's third call reads its second reply, not its first) trains that reply again. ART has no
 # per-message mask; metadata.context_assistant_messages counts them (docs/datasets.md, the art format).
-SFT_AGAIN = {"langgraph-trimming": [("trimmer", call("add", a=3, b=4))]}
+# Likewise a session's second run reads the first run's replies (each its own agent's turn there).
+SFT_AGAIN = {"langgraph-trimming": [("trimmer", call("add", a=3, b=4))],
+             "openai-agents-session": [("triage", call("transfer_to_billing")),
+                                       ("billing", call("lookup_invoice", number="42")),
+                                       ("billing", say("Invoice 42 is paid."))]}
 
 
 @pytest.mark.parametrize("app", APPS)

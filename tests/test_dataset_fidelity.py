@@ -1,4 +1,4 @@
-"""View-level fidelity: LangGraph, AutoGen and Agent Framework apps recorded with content
+"""View-level fidelity: LangGraph, AutoGen, Agent Framework and OpenAI Agents SDK apps recorded with content
 capture on, every dataset view built from the trace, and each view checked
 against the app's truth written by hand (tests/fidelity_views.py)."""
 
@@ -364,6 +364,51 @@ def test_openai_agents_handoff_views_are_faithful(tmp_path):
     assert any(m["role"] == "user" and "transfer_to_billing" in m["content"] for m in billing["messages"])
     assert {"role": "tool", "content": "invoice 42: paid", "tool_call_id": "t1"} in billing["messages"]
     assert [m["content"] for m in triage_again["messages"] if m.get("trainable")] == ["Your invoice is paid."]
+
+
+SESSION_RUN_2 = Truth(  # openai_agents_apps.handoffs_in_one_session, its second run
+    app="openai-agents session, second run: triage hands off again (h2), billing answers from the history",
+    instances={},
+    delegations=(Delegation("triage", "billing", frozenset({"billing"})),),
+    # the first run's handoff and lookup, in the second run's prompts
+    earlier_tool_calls=(("triage", "transfer_to_billing", "h1"), ("billing", "lookup_invoice", "t1")),
+    tool_calls=(("triage", "transfer_to_billing", "h2"),),
+    stop=Stop("billing", "end"),
+)
+
+
+def test_openai_agents_session_second_run_views_are_faithful(tmp_path):
+    """Every view of the session's second run, built from both runs' traces:
+    in its prompts the first run's turns are their own agents' (the turns
+    view's input of billing's call: its own lookup and answer, triage's
+    handoff as triage's input)."""
+    instrumentor = _openai_agents()
+    import openai_agents_apps as apps
+
+    first, second = record_instrumented(tmp_path / "traces", instrumentor, apps.handoffs_in_one_session)
+    assert first["task_id"] == second["task_id"] == "conv-8"  # the session's id: both runs are one task
+    views = {}
+    for view in VIEWS:
+        tokenizer = _tokenizer(tmp_path / "tokenizer") if view == "triplets" else None
+        build([tmp_path / "traces"], tmp_path / view, Config(view=view, tokenizer=tokenizer))
+        rows = [json.loads(line) for line in (tmp_path / view / f"{view}.jsonl").read_text().splitlines()]
+        views[view] = [r for r in rows if (r.get("trace_id") or r.get("metadata", {}).get("trace_id")) == second["trace_id"]]
+    assert view_errors(views, SESSION_RUN_2) == []
+    (billing,) = [r for r in views["turns"] if r["agent"] == "billing"]
+    assert [(m["role"], m["content"], [c["id"] for c in m.get("tool_calls") or ()], m.get("name"))
+            for m in billing["input_messages"]] == [
+        ("user", "Is invoice 42 paid?", [], None),
+        ("user", "[tool call transfer_to_billing] {}", [], "triage"),
+        ("user", '[tool result transfer_to_billing] {"assistant": "billing"}', [], None),
+        ("assistant", "", ["t1"], None),
+        ("tool", "invoice 42: paid", [], None),
+        ("assistant", "Invoice 42 is paid.", [], None),
+        ("user", "And invoice 43?", [], None),
+        ("user", "[tool call transfer_to_billing] {}", [], "triage"),
+        ("user", '[tool result transfer_to_billing] {"assistant": "billing"}', [], None)]
+    (triplet,) = [r for r in views["triplets"] if r["metadata"]["agent_name"] == "billing"]
+    assert [m["role"] for m in triplet["prompt"]["messages"]] == [
+        "user", "user", "user", "assistant", "tool", "assistant", "user", "user", "user"]
 
 
 def test_openai_agents_as_tools_views_are_faithful(tmp_path):

@@ -186,3 +186,25 @@ def test_ray_drops_duplicates_and_rejects_bad_traces_as_local_does(ray_cluster, 
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
     assert {**remote.to_dict(), "engine": "local", "output": "", "rejects_path": ""} == {
         **local.to_dict(), "output": "", "rejects_path": ""}
+
+
+def test_ray_reads_the_runs_of_a_session_together_across_files(ray_cluster, small_ranges, tmp_path):
+    """The first pass runs in Ray tasks too: two runs of one SDK session, a
+    trace file each (run 2's given first), make the rows the local engine
+    makes, in which run 2's billing row holds billing's run-1 turns as its own."""
+    pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    import openai_agents_apps as apps
+    from fixtures.dataset_runs import record_instrumented
+    from test_openai_agents_views import BILLING_RUN_2, _split_by_trace
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    _, second = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
+    one, two = _split_by_trace(tmp_path / "traces", tmp_path / "split")
+    build([two, one], tmp_path / "local", Config(view="chat"))
+    build([two, one], tmp_path / "ray", Config(view="chat"), engine="ray")
+    written = (tmp_path / "ray" / "chat.jsonl").read_bytes()
+    assert written == (tmp_path / "local" / "chat.jsonl").read_bytes()
+    rows = [json.loads(line) for line in written.splitlines()]
+    (billing,) = [r for r in rows if r["trace_id"] == second["trace_id"] and r["agent"] == "billing"]
+    assert billing["messages"] == BILLING_RUN_2

@@ -187,6 +187,46 @@ def test_a_reply_from_an_earlier_run_of_the_thread_is_the_agents_own_turn(tmp_pa
         {"role": "assistant", "content": "second answer", "trainable": True, "weight": 1}]
 
 
+def test_a_multi_agent_graph_resumed_on_its_thread_reads_each_agents_earlier_turns_as_its_own(tmp_path):
+    """langgraph_apps.build_resumable_helpdesk (triage -> billing, plain model
+    nodes: no message names its speaker), run twice on one thread: in run 2,
+    each agent's run-1 reply is its own turn (context, not trained again) and
+    the other agent's is that agent's input, named; each reply is trained once
+    across the dataset."""
+    import langgraph_apps as apps
+    from fixtures.dataset_runs import record_instrumented
+
+    from orch_otel.integrations.langgraph import LangGraphInstrumentor
+
+    graph, config = apps.build_resumable_helpdesk(), {"configurable": {"thread_id": "ticket-5"}}
+
+    def two_runs() -> None:
+        graph.invoke(apps.user_input("refund please"), config)
+        graph.invoke(apps.user_input("and the invoice?"), config)
+
+    first, second = record_instrumented(tmp_path / "t", LangGraphInstrumentor(), two_runs)
+    assert first["task_id"] == second["task_id"] == "ticket-5"
+    build([tmp_path / "t"], tmp_path, Config(view="chat"))
+    rows = {(r["trace_id"], r["agent"]): r for r in _rows(tmp_path / "chat.jsonl")}
+    context, trained = {"trainable": False, "weight": 0}, {"trainable": True, "weight": 1}
+    assert rows[second["trace_id"], "triage"]["messages"] == [
+        {"role": "user", "content": "refund please"},
+        {"role": "assistant", "content": "to billing", **context},
+        {"role": "user", "content": "billing: refund issued", "name": "billing"},
+        {"role": "user", "content": "and the invoice?"},
+        {"role": "assistant", "content": "to billing again", **trained}]
+    assert rows[second["trace_id"], "billing"]["messages"] == [
+        {"role": "user", "content": "refund please"},
+        {"role": "user", "content": "triage: to billing", "name": "triage"},
+        {"role": "assistant", "content": "refund issued", **context},
+        {"role": "user", "content": "and the invoice?"},
+        {"role": "user", "content": "triage: to billing again", "name": "triage"},
+        {"role": "assistant", "content": "invoice sent", **trained}]
+    assert sorted((r["agent"], m["content"]) for r in rows.values() for m in r["completion"] if m.get("trainable")) == [
+        ("billing", "invoice sent"), ("billing", "refund issued"), ("triage", "to billing"),
+        ("triage", "to billing again")]
+
+
 def test_verl_tools_whose_schemas_disagree_on_a_type_still_fit_one_column():
     """Parquet types a column once per file: two tools whose parameter schemas
     give one key values of different types (a default 0 and a default "a")

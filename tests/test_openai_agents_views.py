@@ -37,3 +37,132 @@ def test_each_run_of_a_session_reads_the_sessions_history(tmp_path):
     assert [m["content"] for m in first["messages"]] == ["I am Ada.", "Hello Ada."]
     assert [m["content"] for m in second["messages"]] == ["I am Ada.", "Hello Ada.", "Who am I?", "You are Ada."]
     assert [m["content"] for m in second["messages"] if m.get("trainable")] == ["You are Ada."]
+
+
+# Runs of one session (openai_agents_apps.handoffs_in_one_session): run 2's prompts hold run 1's items, and
+# each of run 1's turns is its own agent's there; the expected rows are written from the app's script.
+H1 = {"id": "h1", "type": "function", "function": {"name": "transfer_to_billing", "arguments": {}}}
+H2 = {"id": "h2", "type": "function", "function": {"name": "transfer_to_billing", "arguments": {}}}
+T1 = {"id": "t1", "type": "function", "function": {"name": "lookup_invoice", "arguments": {"number": "42"}}}
+HANDED = '{"assistant": "billing"}'  # the SDK's output of a handoff call
+CONTEXT, TRAINED = {"trainable": False, "weight": 0}, {"trainable": True, "weight": 1}
+
+TRIAGE_RUN_2 = [
+    {"role": "system", "content": "Route the customer."},
+    {"role": "user", "content": "Is invoice 42 paid?"},
+    {"role": "assistant", "content": "", "tool_calls": [H1], **CONTEXT},  # triage's own run-1 handoff
+    {"role": "tool", "content": HANDED, "tool_call_id": "h1"},
+    {"role": "user", "content": 'billing: [tool call lookup_invoice] {"number":"42"}', "name": "billing"},
+    {"role": "user", "content": "[tool result lookup_invoice] invoice 42: paid"},
+    {"role": "user", "content": "billing: Invoice 42 is paid.", "name": "billing"},
+    {"role": "user", "content": "And invoice 43?"},
+    {"role": "assistant", "content": "", "tool_calls": [H2], **TRAINED},
+]
+BILLING_RUN_2 = [
+    {"role": "user", "content": "Is invoice 42 paid?"},
+    {"role": "user", "content": "triage: [tool call transfer_to_billing] {}", "name": "triage"},
+    {"role": "user", "content": f"[tool result transfer_to_billing] {HANDED}"},
+    {"role": "assistant", "content": "", "tool_calls": [T1], **CONTEXT},  # billing's own run-1 lookup
+    {"role": "tool", "content": "invoice 42: paid", "tool_call_id": "t1"},
+    {"role": "assistant", "content": "Invoice 42 is paid.", **CONTEXT},  # billing's own run-1 answer
+    {"role": "user", "content": "And invoice 43?"},
+    {"role": "user", "content": "triage: [tool call transfer_to_billing] {}", "name": "triage"},
+    {"role": "user", "content": f"[tool result transfer_to_billing] {HANDED}"},
+    {"role": "assistant", "content": "Invoice 43 is open.", **TRAINED},
+]
+# every reply of the app's script, (agent, text, call ids)
+REPLIES = [("triage", "", ("h1",)), ("billing", "", ("t1",)), ("billing", "Invoice 42 is paid.", ()),
+           ("triage", "", ("h2",)), ("billing", "Invoice 43 is open.", ())]
+
+
+def _session_rows(folders, out) -> dict[tuple[str, str], dict]:
+    build(folders, out, Config(view="chat"))
+    rows = [json.loads(line) for line in (out / "chat.jsonl").read_text().splitlines()]
+    return {(r["trace_id"], r["agent"]): r for r in rows}
+
+
+def _trained(rows) -> list[tuple]:
+    return sorted((r["agent"], m["content"], tuple(c["id"] for c in m.get("tool_calls") or ()))
+                  for r in rows for m in r["completion"] if m["role"] == "assistant" and m.get("trainable"))
+
+
+def _check_run_2(rows: dict, second: str) -> None:
+    triage, billing = rows[second, "triage"], rows[second, "billing"]
+    assert triage["messages"] == TRIAGE_RUN_2
+    assert billing["messages"] == BILLING_RUN_2
+    # TRL's prompt-completion split: run 1's turns are prompt, only run 2's reply is completion
+    assert billing["prompt"] == BILLING_RUN_2[:-1] and billing["completion"] == BILLING_RUN_2[-1:]
+    assert triage["prompt"] == TRIAGE_RUN_2[:-1] and triage["completion"] == TRIAGE_RUN_2[-1:]
+    # no reply is trained twice across the dataset: each of the script's replies once, by its agent
+    assert _trained(rows.values()) == sorted(REPLIES)
+
+
+def test_a_later_run_of_a_session_reads_each_agents_earlier_turns_as_its_own(tmp_path):
+    """triage -> billing, run twice in one SQLiteSession (one task): in run 2,
+    billing's run-1 lookup and answer are billing's own turns (context, not
+    trained again) and another speaker's input for triage; triage's run-1
+    handoff is triage's own turn, and triage's input for billing."""
+    first, second = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
+    assert first["task_id"] == second["task_id"] == "conv-8"
+    _check_run_2(_session_rows([tmp_path / "traces"], tmp_path / "chat"), second["trace_id"])
+
+
+def _split_by_trace(folder, out) -> list:
+    """Each trace line of ``folder`` in a folder of its own (run-1, run-2), each with the content store."""
+    import shutil
+
+    (lines,) = [p.read_text().splitlines() for p in folder.glob("traces-*.jsonl")]
+    folders = []
+    for n, line in enumerate(lines, 1):
+        target = out / f"run-{n}"
+        shutil.copytree(folder / "content", target / "content")
+        (target / f"traces-run-{n}.jsonl").write_text(line + "\n")
+        folders.append(target)
+    return folders
+
+
+def test_the_runs_of_a_session_are_read_together_from_separate_files(tmp_path):
+    """The two runs' traces in two folders, run 2's given first: the rows are
+    those of one folder."""
+    first, second = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
+    one, two = _split_by_trace(tmp_path / "traces", tmp_path / "split")
+    rows = _session_rows([two, one], tmp_path / "chat")
+    _check_run_2(rows, second["trace_id"])
+    assert [m["content"] for m in rows[first["trace_id"], "billing"]["messages"] if m.get("trainable")] == [
+        "", "Invoice 42 is paid."]
+
+
+def test_an_earlier_run_of_another_agent_stays_its_input_when_one_agent_runs_later(tmp_path):
+    """Run 2 of the session has triage's model call only: billing's run-1
+    answer in its prompt is still billing's, named, not triage's own."""
+    first, second = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(),
+                                        apps.answered_directly_in_the_second_run)
+    rows = _session_rows([tmp_path / "traces"], tmp_path / "chat")
+    assert rows[second["trace_id"], "triage"]["messages"] == [
+        {"role": "system", "content": "Route the customer."},
+        {"role": "user", "content": "Is invoice 42 paid?"},
+        {"role": "assistant", "content": "", "tool_calls": [H1], **CONTEXT},
+        {"role": "tool", "content": HANDED, "tool_call_id": "h1"},
+        {"role": "user", "content": "billing: Invoice 42 is paid.", "name": "billing"},
+        {"role": "user", "content": "Thanks!"},
+        {"role": "assistant", "content": "You are welcome.", **TRAINED}]
+    assert _trained(rows.values()) == sorted([("triage", "", ("h1",)), ("billing", "Invoice 42 is paid.", ()),
+                                              ("triage", "You are welcome.", ())])
+
+
+def test_the_first_pass_keeps_only_tasks_of_several_traces(tmp_path):
+    """What the first pass holds (datasets/tasks.py): the session (two traces)
+    with its agents and one key per distinct reply; a run of no named task
+    (its task id is its trace id) adds nothing."""
+    from orch_otel.datasets.tasks import task_replies
+    from orch_otel.tracefiles import ContentIndex
+
+    record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.handoffs_in_one_session)
+    (alone,) = record_instrumented(tmp_path / "traces", OpenAIAgentsInstrumentor(), apps.support())
+    assert alone["task_id"] == alone["trace_id"]
+    store = ContentIndex([str(tmp_path / "traces")])
+    tasks = task_replies(sorted((tmp_path / "traces").glob("traces-*.jsonl")), store)
+    store.close()
+    assert list(tasks) == ["conv-8"]
+    assert tasks["conv-8"].agents == {"triage", "billing"}
+    assert sorted(tasks["conv-8"].given.values()) == [("billing",)] * 3 + [("triage",)] * 2

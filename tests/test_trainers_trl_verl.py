@@ -1,7 +1,8 @@
 """TRL and verl train on exactly the right tokens: rows made by orch-otel from
 real instrumented runs (the LangGraph supervisor, a ReAct agent whose
 pre_model_hook trims its history, an agent run twice on one thread, AutoGen's SelectorGroupChat and a
-tool-using RoundRobinGroupChat, MagenticOne, all on scripted models, content capture
+tool-using RoundRobinGroupChat, MagenticOne, two runs of an OpenAI Agents SDK handoff
+app in one session, all on scripted models, content capture
 on; and the supervisor's branches) are fed to the trainers' own code in
 ``.venv-trainers`` (TRL 1.16 ``SFTTrainer`` and ``DPOTrainer``, 2 steps each on a
 2-layer random Qwen2; verl 0.9.1 ``RLHFDataset`` and ``MultiTurnSFTDataset``),
@@ -68,6 +69,11 @@ def _replies(text: bool = False) -> Counter:
         ("calc", "3 and 7" + END): 1,
         ("chat_agent", "hello there" + END): 1,  # langgraph_apps.build_resumable_chat, two runs on one thread
         ("chat_agent", "second answer" + END): 1,
+        # openai_agents_apps.handoffs_in_one_session: two runs of triage -> billing in one SDK session
+        ("triage", _call("transfer_to_billing", {}, text) + END): 2,  # h1, then h2 (the template renders no id)
+        ("billing", _call("lookup_invoice", {"number": "42"}, text) + END): 1,
+        ("billing", "Invoice 42 is paid." + END): 1,
+        ("billing", "Invoice 43 is open." + END): 1,
         # autogen_apps.magentic_one: the orchestrator's model (each ledger call a fresh prompt), then coder's
         ("MagenticOneGroupChat", "FACTS..." + END): 1,
         ("MagenticOneGroupChat", "PLAN..." + END): 1,
@@ -116,8 +122,14 @@ def report(tmp_path_factory):
         resumable.invoke(langgraph_apps.user_input("again"), thread)
 
     record_instrumented(base / "resume", LangGraphInstrumentor(), two_runs)
+    pytest.importorskip("agents", reason="the session app needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    import openai_agents_apps
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    record_instrumented(base / "session", OpenAIAgentsInstrumentor(), openai_agents_apps.handoffs_in_one_session)
     runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim", base / "resume",
-            base / "magentic"]
+            base / "magentic", base / "session"]
     data = base / "data"
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")
@@ -178,13 +190,17 @@ def test_trl_on_the_messages_column_alone_would_train_earlier_replies_again(repo
     reappears in a later row's prompt (``trainable: false``) is trained again:
     the supervisor's first handoff in its 2nd and 3rd episodes, its second in
     the 3rd, the trimmed agent's add(3, 4) in its second row, the resumed
-    agent's first answer in the second run."""
+    agent's first answer in the second run, and in the SDK session's second
+    run triage's first handoff and billing's first lookup and answer."""
     got, _ = report
     again = Counter({
         ("supervisor", _call("transfer_to_math_expert", {}) + END): 2,
         ("supervisor", _call("transfer_to_research_expert", {}) + END): 1,
         ("calc", _call("add", {"a": 3, "b": 4}) + END): 1,
         ("chat_agent", "hello there" + END): 1,
+        ("triage", _call("transfer_to_billing", {}) + END): 1,
+        ("billing", _call("lookup_invoice", {"number": "42"}) + END): 1,
+        ("billing", "Invoice 42 is paid." + END): 1,
     })
     assert _trained(got["trl_sft_messages"]) == _replies() + again
 
@@ -210,6 +226,25 @@ def test_trl_sft_row_sees_the_supervisors_earlier_reply_as_its_own_turn(report):
         [_call("transfer_to_math_expert", {}) + END],
         [_call("transfer_to_research_expert", {}) + END],
         ["all done" + END]]
+
+
+def test_a_sessions_earlier_run_is_each_agents_own_context_in_the_later_run(report):
+    """The SDK session's second run (openai_agents_apps.handoffs_in_one_session),
+    as verl's RLHFDataset renders its prompts: billing's first-run lookup and
+    answer are billing's own assistant turns in its prompt, and another
+    speaker's named message in triage's; TRL trains each of them only in the
+    first run's row."""
+    got, _ = report
+    (billing,) = [r for r in got["verl_rl_chat"] if r["agent"] == "billing" and "And invoice 43?" in r["prompt"]]
+    assert "<|im_start|>assistant\nInvoice 42 is paid.<|im_end|>" in billing["prompt"]
+    lookup = _call("lookup_invoice", {"number": "42"}, text=True)  # verl's rows carry arguments as JSON text
+    assert "<|im_start|>assistant\n" + lookup + "<|im_end|>" in billing["prompt"]
+    (triage,) = [r for r in got["verl_rl_chat"] if r["agent"] == "triage" and "And invoice 43?" in r["prompt"]]
+    assert "<|im_start|>user\nbilling: Invoice 42 is paid.<|im_end|>" in triage["prompt"]
+    assert "<|im_start|>assistant\n" + _call("transfer_to_billing", {}) + "<|im_end|>" in triage["prompt"]
+    rows = [r for r in got["trl_sft"][1:] if r["agent"] == "billing"]
+    assert [r["trained"] for r in rows] == [
+        [_call("lookup_invoice", {"number": "42"}) + END, "Invoice 42 is paid." + END], ["Invoice 43 is open." + END]]
 
 
 def test_selector_calls_are_rows_of_their_own(report):

@@ -12,6 +12,7 @@ from ..vocabulary import Channel, EventKind
 from .credit import STRATEGIES, Credit
 from .metrics import StepCounts, compute_metrics, count_steps, stop_efficiency
 from .rewards import Outcomes, RewardSpec, merge_rewards, scalar_reward, task_success
+from .tasks import Replies
 
 VIEWS = ("traces", "decisions", "turns", "chat", "triplets", "groups", "preferences")
 GROUP_VIEWS = ("groups", "preferences")  # cross-trace: rows made after every line was read
@@ -120,6 +121,7 @@ class Prepared:
     reward: float | None
     credit: Credit
     outcome_columns: dict[str, float | None]
+    task: Replies | None = None  # the replies of the task's other traces, when the first pass read some (.tasks)
 
     @property
     def base(self) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""The dataset pipeline: find the trace files once -> read lines -> parse and
-check -> prepare -> view rows (:func:`~.rows.process_line`) -> writer, with bad
-lines quarantined (``VIEW.rejects.jsonl``). The local engine runs the rows step
+"""The dataset pipeline: find the trace files once -> (the views that build
+prompts: a first pass, who gave each reply in the tasks of several traces,
+:mod:`.tasks`) -> read lines -> parse and check -> prepare -> view rows
+(:func:`~.rows.process_line`) -> writer, with bad lines quarantined
+(``VIEW.rejects.jsonl``). The local engine runs the rows step
 in a loop here, the Ray engine (:mod:`.ray_engine`) in Ray tasks, a range of lines each; both
 feed the same writers in the same order, so their outputs are identical."""
 
@@ -39,6 +41,7 @@ from .reader import LineLookup, raw_lines
 from .rewards import OutcomeError, unknown_reward_terms
 from .rows import is_own_output, process_line
 from .schema import columns
+from .tasks import reads_prompts, task_replies
 from .tokenize import TokensMissing, load_tokenizer
 from .trainers import CONTENT_FORMATS, TRAINER_ROWS
 from .views import ContentMissing
@@ -125,10 +128,12 @@ def dataset_files(inputs: Sequence[str], outdir: Path) -> tuple[list[Path], list
 
 
 def _local_results(files: Sequence[Path], config: Config, store: ContentIndex) -> Generator[dict[str, Any], None, None]:
+    # the first pass, for the views that build prompts; with no content captured there is no reply to tell
+    tasks = task_replies(files, store) if reads_prompts(config.view, config.trainer) and len(store) else None
     for path in files:
         try:
             for line in raw_lines(path):
-                yield process_line(line, config, store)
+                yield process_line(line, config, store, tasks)
         except Unreadable as exc:  # swapped for a FIFO since it was found: set aside, the other files read
             yield unread_file(Problem(exc.path, exc.reason))
 

@@ -24,7 +24,7 @@ from ..tracefiles import ContentIndex
 from ..vocabulary import Channel, EventKind
 from .analysis import Config, Prepared, find_turns
 from .conversations import for_templates
-from .messages import fingerprint, text_of
+from .messages import reply_key, text_of
 from .views import decision_points, llm_item, offered_tools, turn_contents
 
 EPS = 1e-6  # in the normalised advantage's denominator: a group whose rewards are all equal gets 0, not a division by zero
@@ -180,7 +180,7 @@ def _replies(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict
     """The two branches' replies at the fork when both are LLM replies that
     differ; else (no LLM decided, or the choice was forced after the model
     answered, so the replies do not show it) each branch's stated choice."""
-    if a["reply"] is not None and b["reply"] is not None and fingerprint(a["reply"]) != fingerprint(b["reply"]):
+    if a["reply"] is not None and b["reply"] is not None and reply_key(a["reply"]) != reply_key(b["reply"]):
         return _own_call_ids(a, b["reply"]), _own_call_ids(b, a["reply"])
     return a["stated"], b["stated"]
 

@@ -13,6 +13,8 @@ tool calls are kept in OpenAI form (``tool_calls``: ``{id, type, function:
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Collection
 from typing import Any
 
 import orjson
@@ -185,11 +187,11 @@ def normalize_output(value: Any) -> dict[str, Any]:
     return last
 
 
-def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
-    """What identifies an assistant turn across prompts: its text and its tool
-    calls (id and name)."""
-    calls = tuple((c["id"], c["function"]["name"]) for c in message.get("tool_calls") or ())
-    return (message["content"], calls)
+def reply_key(message: dict[str, Any]) -> bytes:
+    """What identifies an assistant turn across prompts and traces: a digest
+    of its text and its tool calls (id and name)."""
+    calls = [(c["id"], c["function"]["name"]) for c in message.get("tool_calls") or ()]
+    return hashlib.blake2b(orjson.dumps([message["content"], calls]), digest_size=16).digest()
 
 
 def _as_input(message: dict[str, Any], speaker: str | None, call_names: dict[str, str]) -> dict[str, Any]:
@@ -209,20 +211,21 @@ def _as_input(message: dict[str, Any], speaker: str | None, call_names: dict[str
 
 
 def as_seen_by(messages: list[dict[str, Any]], agent: str,
-               producers: dict[tuple[Any, ...], list[str]], sole: bool = False) -> list[dict[str, Any]]:
+               speakers_of: Callable[[bytes], Collection[str]], sole: bool = False) -> list[dict[str, Any]]:
     """A prompt from ``agent``'s side: an assistant message stays one only if
-    ``agent``'s model produced it (its fingerprint is among ``agent``'s
-    recorded outputs, or the recording names ``agent`` as its source). Any
-    other assistant message (another agent's turn, or one the framework wrote)
-    becomes a user message naming its speaker, its tool calls as text; a tool
-    result that answers a call not kept here becomes a user message too.
+    ``agent``'s model produced it (``agent`` is among the speakers
+    ``speakers_of`` names for its :func:`reply_key`: the agents that gave it,
+    in this trace or in another run of the same task, :mod:`.tasks`), or the
+    recording names ``agent`` as its source. Any other assistant message
+    (another agent's turn, or one the framework wrote) becomes a user message
+    naming its speaker, its tool calls as text; a tool result that answers a
+    call not kept here becomes a user message too.
 
-    ``sole``: ``agent`` is the trace's only agent with LLM calls. Then an
-    assistant message that names no speaker and that no agent of the trace
-    produced stays ``agent``'s own: a reply from an earlier run of the same
-    conversation (a LangGraph resume on the thread, a continued session), or
-    one the app put in the prompt (a few-shot turn). In a multi-agent trace
-    its speaker cannot be told, and it is input."""
+    ``sole``: ``agent`` is the only agent with LLM calls in the task's traces
+    read. Then an assistant message that names no speaker and that no agent
+    gave stays ``agent``'s own: one the app put in the prompt (a few-shot
+    turn), or a reply of a run not read. With several agents its speaker
+    cannot be told, and it is input."""
     kept: set[str] = set()
     call_names: dict[str, str] = {}
     out = []
@@ -231,7 +234,7 @@ def as_seen_by(messages: list[dict[str, Any]], agent: str,
         if role == "assistant":
             calls = m.get("tool_calls") or ()
             call_names.update((c["id"], c["function"]["name"]) for c in calls)
-            speakers = producers.get(fingerprint(m), [])
+            speakers = list(speakers_of(reply_key(m)))
             if agent in speakers or m.get("name") == agent or (sole and not speakers and not m.get("name")):
                 kept.update(c["id"] for c in calls)
                 out.append({k: v for k, v in m.items() if k != "name"})

@@ -105,6 +105,11 @@ def parse_trace(line: RawLine, *, validate: bool = False) -> dict[str, Any]:
         trace = orjson.loads(line.raw)
     except orjson.JSONDecodeError as exc:
         raise BadTrace(f"malformed JSON: {exc}") from None
+    return check_trace(trace, validate=validate)
+
+
+def check_trace(trace: Any, *, validate: bool = False) -> dict[str, Any]:
+    """:func:`parse_trace`'s checks of a line already parsed."""
     if not isinstance(trace, dict):
         raise BadTrace(f"expected a JSON object (one trace per line), got {type(trace).__name__}")
     if is_span_record(trace):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from .groups import BUILDERS as GROUP_BUILDERS
 from .groups import NotABranch
 from .lightning import triplet_rows
 from .reader import BadTrace, RawLine, parse_trace
+from .tasks import Replies
 from .tokenize import TokensMissing
 from .views import BUILDERS as TRACE_BUILDERS
 from .views import ContentMissing
@@ -26,10 +28,12 @@ BUILDERS = {**TRACE_BUILDERS, "triplets": triplet_rows, **GROUP_BUILDERS}
 _REF_KEYS = ("content_ref", "input_ref", "tools_ref")
 
 
-def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str, Any]:
+def process_line(line: RawLine, config: Config, store: ContentIndex,
+                 tasks: Mapping[str, Replies] | None = None) -> dict[str, Any]:
     """One trace line -> its rows, a reject saying why not, (``missing_content``)
     the reason a view that needs captured content cannot use this trace, or
-    (``not_branch``) a trace that the groups / preferences views do not use."""
+    (``not_branch``) a trace that the groups / preferences views do not use.
+    ``tasks``: the first pass's replies of the tasks of several traces (:mod:`.tasks`)."""
     base = {"where": line.where, "size": line.size}
     if line.error is not None:
         return {**base, "reject": line.error, "line": ""}
@@ -41,6 +45,7 @@ def process_line(line: RawLine, config: Config, store: ContentIndex) -> dict[str
         return {**base, "reject": "nested too deeply to check", "line": line.raw.decode("utf-8", "replace")}
     try:
         prepared = prepare(trace, config)
+        prepared.task = tasks.get(trace["task_id"]) if tasks else None
         rows = (trainer_rows(config.trainer) if config.trainer else BUILDERS[config.view])(prepared, config, store)
     except ContentMissing as exc:  # TokensMissing too: the same skip, told apart for the summary
         return {**base, **_identity(trace, line), "missing_content": str(exc),

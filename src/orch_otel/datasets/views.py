@@ -20,7 +20,7 @@ run when strict).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from .._tokens import TokenReader
@@ -28,7 +28,7 @@ from ..tracefiles import ContentIndex
 from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
 from .conversations import for_templates, prompt_and_completion, row_messages, split_episode
-from .messages import as_seen_by, fingerprint, normalize_messages, normalize_output
+from .messages import as_seen_by, normalize_messages, normalize_output, reply_key
 
 CAPTURE_HINT = (
     "the {view} view needs captured content (prompts and replies), and trace {trace_id} "
@@ -171,14 +171,26 @@ def _turn_content(p: Prepared, e: dict[str, Any], store: ContentIndex, view: str
 def turn_contents(p: Prepared, turns: list[Turn], store: ContentIndex, view: str, need: bool):
     """Each turn's (prompt, output), the prompt as its agent's side of the
     conversation (:func:`~.messages.as_seen_by`): another agent's turns in it
-    are input, never this agent's own."""
+    are input, never this agent's own. Who gave a reply is read from this
+    trace and, when the first pass read other traces of its task
+    (``p.task``, :mod:`.tasks`), from theirs: an earlier run's reply is its
+    agent's own turn there too."""
     raw = [_turn_content(p, p.events[t.index], store, view, need) for t in turns]
-    producers: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    given: dict[bytes, list[str]] = defaultdict(list)
     for turn, (_, output) in zip(turns, raw):
         if output is not None:
-            producers[fingerprint(output)].append(turn.episode[0])
-    sole = len({t.episode[0] for t in turns}) == 1
-    return [(as_seen_by(messages, t.episode[0], producers, sole) if messages is not None else None, output)
+            given[reply_key(output)].append(turn.episode[0])
+    agents = {t.episode[0] for t in turns}
+    task = p.task
+    if task is not None:
+        agents |= task.agents
+
+    def speakers_of(key: bytes) -> Collection[str]:
+        own = given.get(key, ())
+        return own if task is None else [*own, *task.given.get(key, ())]
+
+    sole = len(agents) == 1
+    return [(as_seen_by(messages, t.episode[0], speakers_of, sole) if messages is not None else None, output)
             for t, (messages, output) in zip(turns, raw)]
 
 
