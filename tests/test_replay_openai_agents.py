@@ -5,6 +5,11 @@ orchestration must be the recorded one."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
@@ -17,8 +22,10 @@ from conftest import check_trace, instrumentor_fixture  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from orch_otel.recorder import get_recorder  # noqa: E402
 from orch_otel.replaying import replay  # noqa: E402
+from orch_otel.tracefiles import load_contents, read_lines, trace_files  # noqa: E402
 
 instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
+TESTS = Path(__file__).resolve().parent
 
 
 class CalledForReal(AssertionError):
@@ -126,3 +133,99 @@ def test_a_fork_at_a_handoff_hands_off_to_the_chosen_agent(captured, monkeypatch
     assert result.fork["recorded"] == ["sales"] and result.fork["forced"] == ["support"]
     stops = [(e["agent"], e["reason"]) for e in result.trace["events"] if e.get("decision") == "stop"]
     assert stops[0] == ("support", "end")
+
+
+# -- streamed runs ---------------------------------------------------------------------------
+
+
+def _run_input(trace: dict, contents: dict[str, str]) -> dict:
+    return json.loads(contents[trace["events"][0]["run_input_ref"]])
+
+
+def test_a_streamed_run_replays_streamed_with_every_model_and_tool_call_served(captured, monkeypatch):
+    trace, contents = _record(apps.support_streamed, captured, monkeypatch)
+    assert _run_input(trace, contents) == {"input": "Is invoice 42 paid?", "workflow": "support", "streamed": True}
+    result = replay(trace, _support_without_answers(), contents=contents)
+    assert result.equal, result.divergence
+    assert result.served == 5 and result.live == 0  # four model calls (each a stream) and the lookup
+    assert result.app_errors == [None]
+    assert _run_input(result.trace, result.contents)["streamed"] is True  # replayed through run_streamed
+
+
+def test_a_run_not_streamed_replays_not_streamed(captured, monkeypatch):
+    trace, contents = _record(apps.support(), captured, monkeypatch)
+    assert _run_input(trace, contents) == {"input": "Is invoice 42 paid?", "workflow": "support"}
+    result = replay(trace, _support_without_answers(), contents=contents)
+    assert result.equal, result.divergence
+    assert "streamed" not in _run_input(result.trace, result.contents)
+
+
+def test_a_fork_at_a_handoff_of_a_streamed_run_goes_on_streamed_with_the_chosen_agent(captured, monkeypatch):
+    """router handed off to sales in a streamed run; forked to support, support's
+    own model answers, asked for a stream as in the recorded run."""
+    trace, contents = _record(apps.routed_streamed, captured, monkeypatch)
+    (handoff_decision,) = [e for e in trace["events"] if e.get("decision") == "delegate"]
+    app = apps.router_agents(sales_reply="not asked", support_reply="support here")
+    app.model = _unscripted()  # router's one reply is served (rewritten)
+    helpdesk = next(h for h in app.handoffs if h.name == "support")
+    result = replay(trace, app, contents=contents, fork=handoff_decision["id"], choose="support")
+    assert result.equal, result.divergence
+    delegations = [(e["agent"], e["to"]) for e in result.trace["events"] if e.get("decision") == "delegate"]
+    assert delegations == [("router", "support")]
+    stops = [(e["agent"], e["reason"]) for e in result.trace["events"] if e.get("decision") == "stop"]
+    assert stops[0] == ("support", "end")
+    assert [call.streamed for call in helpdesk.model.calls] == [True]  # its own model, asked for a stream
+
+
+def test_an_agent_tool_that_streams_has_its_nested_streamed_calls_served(captured, monkeypatch):
+    """An agent used as a tool with on_stream runs its agent through
+    Runner.run_streamed: its model calls are streams, served as well."""
+    trace, contents = _record(lambda: apps.agent_tool_streaming([]), captured, monkeypatch)
+    seen: list = []
+    manager = apps.streaming_agent_tools(_unscripted(), _unscripted(), seen)
+    result = replay(trace, manager, contents=contents)
+    assert result.equal, result.divergence
+    assert result.served == 3 and result.live == 0  # the manager's two calls and the researcher's one
+    # the app's on_stream saw the researcher's stream, ending in the recorded reply
+    raw = [e["event"].data for e in seen if e["event"].type == "raw_response_event"]
+    assert raw[-1].type == "response.completed"
+    assert [part.text for item in raw[-1].response.output for part in item.content] == ["facts"]
+
+
+CLI_APP = f'''
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from agents import Agent
+from agents.testing import ScriptedModel
+from openai_agents_apps import lookup_invoice
+
+
+def factory():  # the support app, its models with no reply left: every answer must come from the recording
+    triage = Agent(name="triage", instructions="Route the customer.", model=ScriptedModel([]))
+    billing = Agent(name="billing", handoff_description="invoices", tools=[lookup_invoice], model=ScriptedModel([]))
+    triage.handoffs = [billing]
+    billing.handoffs = [triage]
+    return triage
+'''
+
+
+def test_orch_otel_replay_replays_a_streamed_recording(tmp_path):
+    """Recorded with ORCH_OTEL_RECORD_FOR_REPLAY=true in a process of its own, replayed by the CLI."""
+    (tmp_path / "supportapp.py").write_text(CLI_APP)
+    env = {"ORCH_OTEL_RECORD_FOR_REPLAY": "true", "ORCH_OTEL_TRACE_DIR": str(tmp_path / "orch-traces"),
+           "PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS)}
+    record = ("import orch_otel, openai_agents_apps as apps\n"
+              "orch_otel.instrument()\n"
+              "print(apps.support_streamed())\n"
+              "orch_otel.flush()\n")
+    done = subprocess.run([sys.executable, "-c", record], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0 and "Your invoice is paid." in done.stdout, done.stderr
+    done = subprocess.run([sys.executable, "-m", "orch_otel.cli", "replay", "orch-traces", "--app", "supportapp:factory",
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                          env={**env, "ORCH_OTEL_RECORD_FOR_REPLAY": ""}, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "the same orchestration" in out and "(5 calls served, 0 run by the app)" in out
+    (new,) = [line.trace for file in trace_files([tmp_path / "out"]) for line in read_lines(file) if line.trace]
+    assert _run_input(new, load_contents(tmp_path / "out"))["streamed"] is True

@@ -7,11 +7,16 @@ in a ``Model`` that asks the replay's server first, with the prompt the
 instrumentation's model-call span has just recorded; a function tool's body
 (``_invoke_function_tool_with_metadata``) is answered from the recording
 inside the tool's span. An agent used as a tool runs for real, so its own
-model calls are answered in turn. Streamed runs are not served yet.
+model calls are answered in turn. A streamed call (``stream_response``) is
+answered with the events the SDK's streamed run loop rebuilds a response
+from: the output items one by one, then ``response.completed`` carrying the
+whole response and its usage. A run recorded streamed is replayed streamed.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agents import Agent, RunConfig, Runner
@@ -19,7 +24,15 @@ from agents.models.interface import Model
 from agents.run_internal import run_loop, tool_execution
 from agents.tool import _FunctionToolInvocationResult
 from agents.usage import Usage
-from openai.types.responses import ResponseOutputItem
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseCreatedEvent,
+    ResponseOutputItem,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseUsage,
+)
 from pydantic import TypeAdapter
 
 from ..._serving import ACTIVE, ModelCall, Served, ToolCall
@@ -49,7 +62,12 @@ async def run(app: Any, run_input: Any) -> Any:
     if not isinstance(run_input, dict) or "input" not in run_input:
         raise ValueError("the recorded run input is not an OpenAI Agents SDK run input ({'input': ...})")
     config = RunConfig(workflow_name=str(run_input.get("workflow") or DEFAULT_WORKFLOW))
-    return await Runner.run(app, run_input["input"], run_config=config)
+    if not run_input.get("streamed"):
+        return await Runner.run(app, run_input["input"], run_config=config)
+    result = Runner.run_streamed(app, run_input["input"], run_config=config)
+    async for _event in result.stream_events():  # raises what the run raised, once it ends
+        pass
+    return result
 
 
 def _serve_models(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -78,10 +96,36 @@ class _ServedModel(Model):
                                          total_tokens=prompt + completion))
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self._model.stream_response(*args, **kwargs)
+        served = _served_reply()  # asked now: the call's prompt is recorded, and a fork's later calls go live
+        if served is None:
+            return self._model.stream_response(*args, **kwargs)
+        return _served_stream(served)
 
     def get_retry_advice(self, request: Any) -> Any:
         return self._model.get_retry_advice(request)
+
+
+async def _served_stream(served: Served) -> AsyncIterator[Any]:
+    """A recorded reply as a stream: each output item added and done, then the
+    completed response (the one event the SDK builds its ``ModelResponse`` from)."""
+    items = _ITEMS.validate_python(served.output or [])
+    prompt, completion = served.input_tokens or 0, served.output_tokens or 0
+    response = Response(id="", created_at=time.time(), model=served.model or "", object="response", output=[],
+                        parallel_tool_calls=True, tool_choice="auto", tools=[], status="in_progress")
+    yield ResponseCreatedEvent(type="response.created", response=response, sequence_number=0)
+    sequence = 1
+    for index, item in enumerate(items):
+        yield ResponseOutputItemAddedEvent(type="response.output_item.added", item=item, output_index=index,
+                                           sequence_number=sequence)
+        yield ResponseOutputItemDoneEvent(type="response.output_item.done", item=item, output_index=index,
+                                          sequence_number=sequence + 1)
+        sequence += 2
+    empty = Usage()  # the SDK's own zero details: their required fields vary with the openai version
+    usage = ResponseUsage(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion,
+                          input_tokens_details=empty.input_tokens_details,
+                          output_tokens_details=empty.output_tokens_details)
+    done = response.model_copy(update={"output": items, "usage": usage, "status": "completed"})
+    yield ResponseCompletedEvent(type="response.completed", response=done, sequence_number=sequence)
 
 
 def _served_reply() -> Served | None:

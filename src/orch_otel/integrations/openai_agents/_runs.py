@@ -20,7 +20,7 @@ from ...recorder import Recorder
 from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
 
-Begin = Callable[[tuple[Any, ...], dict[str, Any]], "tuple[RunState, dict[str, Any]] | None"]
+Begin = Callable[..., "tuple[RunState, dict[str, Any]] | None"]  # (args, kwargs, streamed=False)
 End = Callable[..., None]  # (state, error, result=None)
 
 
@@ -29,7 +29,8 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
     with (orch-otel's hooks around the app's), or None to run untraced."""
     run_hooks_base, agent_hooks_base = hook_bases
 
-    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunState, dict[str, Any]] | None:
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any], streamed: bool = False
+              ) -> tuple[RunState, dict[str, Any]] | None:
         hooks = kwargs.get("hooks")
         if hooks is not None and (not isinstance(hooks, run_hooks_base) or isinstance(hooks, agent_hooks_base)):
             return None  # the SDK refuses these hooks with its own error: leave it to say so
@@ -48,7 +49,7 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             previous = _interrupted_run(run_input) if _is_state(run_input) else None
             root = recorder.workflow(
                 workflow, task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
-                input=_run_input(run_input, workflow),
+                input=_run_input(run_input, workflow, streamed),
                 links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
@@ -114,11 +115,12 @@ def _task_id(run_config: Any, session: Any) -> str | None:
     return str(session_id) if session_id else None
 
 
-def _run_input(value: Any, workflow: str) -> Any:
-    """The run's input as a replay feeds it again (a RunState resumes: its input is in the state)."""
+def _run_input(value: Any, workflow: str, streamed: bool) -> Any:
+    """The run's input as a replay feeds it again, and how: streamed or not (a
+    RunState resumes: its input is in the state)."""
     if value is None or not isinstance(value, (str, list)):
         return None
-    return {"input": plain(value), "workflow": workflow}
+    return {"input": plain(value), "workflow": workflow, **({"streamed": True} if streamed else {})}
 
 
 def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
@@ -207,7 +209,7 @@ def run_streamed_wrapper(begin: Begin, end: End) -> Any:
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
-            begun = begin(args, kwargs)
+            begun = begin(args, kwargs, streamed=True)
         except Exception:
             telemetry_failed("streamed run start")
             begun = None
