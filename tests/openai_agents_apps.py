@@ -348,3 +348,27 @@ def approved_after_interrupt() -> tuple[Any, Any]:
     second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
                                           TIMEOUT))
     return first, second
+
+
+def refund_desk() -> Agent:
+    """The cashier asks to refund 5 (a1) and 500 (a2) in one reply, both awaiting approval."""
+    return Agent(name="cashier", tools=[refund], model=model(
+        step(function_call("refund", {"amount": 5}, call_id="a1"),
+             function_call("refund", {"amount": 500}, call_id="a2")),
+        step(assistant_message("Refunded 5; 500 was refused.")),
+    ))
+
+
+def decided_after_interrupt(rejection_message: str | None = None) -> tuple[Agent, Any, Any]:
+    """A human approves a1 and rejects a2 (with ``rejection_message``, if given); the run resumes."""
+    agent = refund_desk()
+    first = run(agent, "Refund 5 and 500.", run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        if item.raw_item.call_id == "a1":
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=rejection_message)
+    second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
+                                          TIMEOUT))
+    return agent, first, second

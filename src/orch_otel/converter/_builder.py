@@ -318,6 +318,9 @@ class _Builder:
                 data["recipients"] = recipients
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             _put_text(data, "resume_of", attrs.get(Attr.RESUME_OF))
+            for key, attr in (("approved", Attr.APPROVED), ("rejected", Attr.REJECTED)):
+                if attr in attrs:  # the tool calls a human decided on, by call id
+                    data[key] = _list(attrs.get(attr))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.SAFETY:

@@ -73,7 +73,7 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
         from agents.run_internal import run_loop, tool_execution, turn_resolution
 
-        from . import _runs, _steps
+        from . import _approvals, _runs, _steps
         from ._hooks import hooks_class
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
@@ -97,6 +97,8 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
+        for module in (turn_resolution, tool_execution):  # a resumed turn's rejections, and a later call's
+            patches.wrap(module, "resolve_approval_rejection_message", _approvals.rejected_tool())
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None

@@ -91,12 +91,16 @@ def agent_ended(state: RunState) -> None:
         segment.stop(StopReason.END.value)
 
 
-def resumed(state: RunState, agent: Any) -> None:
+def resumed(state: RunState, agent: Any, approvals: Any = None) -> None:
     """A run resumed from a ``RunState`` (after a human's approvals): the
-    human's intervention, and the segment of the agent that was interrupted,
-    which runs the approved tools before its next turn."""
+    human's intervention (the call ids approved and rejected; the decisions
+    as content), and the segment of the agent that was interrupted, which runs
+    the approved tools before its next turn."""
     target = state.root.span if state.root is not None else None
-    state.recorder.human_intervention(resume_of=state.resume_of, span=target)
+    state.recorder.human_intervention(
+        approvals.content() if approvals is not None else None, resume_of=state.resume_of, span=target,
+        approved=approvals.approved if approvals is not None else None,
+        rejected=approvals.rejected if approvals is not None else None)
     if agent is not None:
         agent_started(state, agent)
         state.resumed = True

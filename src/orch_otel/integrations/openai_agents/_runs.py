@@ -17,6 +17,7 @@ from opentelemetry.trace import Link, SpanContext
 from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
 from ..._invocation import Invocation
 from ...recorder import Recorder
+from ._approvals import Approvals, decisions
 from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
 
@@ -56,8 +57,9 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
                              run_config=run_config)
             if previous is not None:
                 state.resume_of = format(previous.trace_id, "032x")
-        if _is_state(arg(args, kwargs, 1, "input")):
-            resumed(state, getattr(arg(args, kwargs, 1, "input"), "_current_agent", None))
+        run_input = arg(args, kwargs, 1, "input")
+        if _is_state(run_input):
+            resumed(state, getattr(run_input, "_current_agent", None), _decisions(run_input))
         return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
 
     def _is_state(value: Any) -> bool:
@@ -104,6 +106,14 @@ def _remember_interrupt(state: RunState, result: Any) -> None:
             INTERRUPTED[calls] = context
             while len(INTERRUPTED) > _INTERRUPTED_MAX:
                 INTERRUPTED.popitem(last=False)
+
+
+def _decisions(run_state: Any) -> Approvals | None:
+    try:
+        return decisions(run_state)
+    except Exception:
+        telemetry_failed("approvals")
+        return None
 
 
 def _task_id(run_config: Any, session: Any) -> str | None:
