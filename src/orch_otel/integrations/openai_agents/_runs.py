@@ -17,6 +17,7 @@ from opentelemetry.trace import Link, SpanContext
 from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
 from ..._invocation import Invocation
 from ...recorder import Recorder
+from ...vocabulary import Attr
 from ._approvals import Approvals, decisions
 from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
@@ -47,9 +48,11 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
         else:
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
             run_input = arg(args, kwargs, 1, "input")
-            previous = _interrupted_run(run_input) if _is_state(run_input) else None
+            resuming = _is_state(run_input)
+            previous = _interrupted_run(run_input) if resuming else None
             root = recorder.workflow(
-                workflow, task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
+                workflow, task_id=_task_id(run_config, kwargs.get("session"), run_input if resuming else None),
+                system=SYSTEM,
                 input=_run_input(run_input, workflow, streamed),
                 links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
@@ -97,9 +100,13 @@ def _interrupted_run(run_state: Any) -> SpanContext | None:
 
 
 def _remember_interrupt(state: RunState, result: Any) -> None:
+    """The interrupted run, by the calls awaiting approval: for a resume in
+    this process to find, and on its root (ids, not content) for a reader to
+    join a resume recorded in another process (its approved and rejected ids)."""
     calls = _pending_calls(getattr(result, "interruptions", None))
     if state.root is None or not any(calls):
         return
+    state.root.set(Attr.AWAITING, [c for c in calls if c])
     context = state.root.span.get_span_context()
     if context.is_valid:
         with _interrupted_lock:
@@ -116,9 +123,10 @@ def _decisions(run_state: Any) -> Approvals | None:
         return None
 
 
-def _task_id(run_config: Any, session: Any) -> str | None:
-    """The SDK's link between the traces of one conversation, else the session's id."""
-    group = getattr(run_config, "group_id", None)
+def _task_id(run_config: Any, session: Any, run_state: Any = None) -> str | None:
+    """The SDK's link between the traces of one conversation (a resumed state
+    carries its run's, as the SDK's tracing kept it), else the session's id."""
+    group = getattr(run_config, "group_id", None) or getattr(getattr(run_state, "_trace_state", None), "group_id", None)
     if group:
         return str(group)
     session_id = getattr(session, "session_id", None)
