@@ -1,6 +1,7 @@
 """A local OpenAI-compatible chat completions server on loopback, for tests of
 real OpenAI clients (autogen-ext's ``OpenAIChatCompletionClient``, LangChain's
-``ChatOpenAI``) without a network: ``POST /v1/chat/completions`` answers each
+``ChatOpenAI``, the Agents SDK's OpenAI models) without a network: ``POST
+/v1/chat/completions`` (and ``POST /v1/responses``, not streamed) answers each
 request with the next scripted :class:`Reply`, as a whole completion or, when
 the request says ``"stream": true``, as server-sent chunks, with a final usage
 chunk only when ``stream_options.include_usage`` asks (as OpenAI does).
@@ -53,13 +54,18 @@ class OpenAIServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                route = self.path.rstrip("/")
+                if route not in ("/v1/chat/completions", "/v1/responses"):
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 with server._lock:
                     server.requests.append(body)
                     reply = server._replies.pop(0) if server._replies else None
                 if reply is None:
                     return self._send(500, {"error": {"message": "no scripted reply left"}})
+                if route == "/v1/responses":
+                    if body.get("stream"):
+                        return self._send(400, {"error": {"message": "streamed responses are not served"}})
+                    return self._send(200, server._response(reply))
                 if body.get("stream"):
                     usage = bool((body.get("stream_options") or {}).get("include_usage"))
                     return self._stream(server._chunks(reply, usage))
@@ -114,6 +120,21 @@ class OpenAIServer:
                 "choices": [{"index": 0, "message": message, "logprobs": None,
                              "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
                 "usage": self._usage(reply)}
+
+    def _response(self, reply: Reply) -> dict[str, Any]:
+        """The Responses API's answer (``POST /v1/responses``, not streamed)."""
+        output: list[dict[str, Any]] = []
+        if reply.content is not None:
+            output.append({"type": "message", "id": "msg-test", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": reply.content, "annotations": []}]})
+        output += [{"type": "function_call", "id": f"fc-{i}", "call_id": i, "name": n, "arguments": a,
+                    "status": "completed"} for i, n, a in reply.tool_calls]
+        return {"id": "resp-test", "object": "response", "created_at": 1, "model": self.model, "status": "completed",
+                "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+                "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
+                          "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": 0}}}
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": self.model,

@@ -99,6 +99,21 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
         for module in (turn_resolution, tool_execution):  # a resumed turn's rejections, and a later call's
             patches.wrap(module, "resolve_approval_rejection_message", _approvals.rejected_tool())
+        self._patch_models(patches)
+
+    @staticmethod
+    def _patch_models(patches: Patches) -> None:
+        """The model the provider says answered, where the SDK's OpenAI models fetch the response."""
+        from agents.models import openai_chatcompletions, openai_responses
+        from openai.types.chat import ChatCompletion
+        from openai.types.responses import Response
+
+        from ._response_model import fetched
+
+        for cls in (openai_responses.OpenAIResponsesModel, openai_responses.OpenAIResponsesWSModel,
+                    openai_chatcompletions.OpenAIChatCompletionsModel):
+            if "_fetch_response" in vars(cls):
+                patches.wrap(cls, "_fetch_response", fetched((Response, ChatCompletion)))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None

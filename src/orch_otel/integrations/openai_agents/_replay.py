@@ -133,8 +133,11 @@ def _served_reply() -> Served | None:
     if server is None or state is None or state.llm is None:
         return None
     attributes = getattr(state.llm.span, "attributes", None) or {}
-    return server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF),
-                                  model=attributes.get(Attr.REQUEST_MODEL)))
+    requested = attributes.get(Attr.REQUEST_MODEL)
+    served = server.model(ModelCall(request_ref=attributes.get(Attr.INPUT_REF), model=requested))
+    if served is not None and served.model and served.model != requested:  # the provider's name for it
+        state.llm.set_response(response_model=served.model)
+    return served
 
 
 async def _serve_tools(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
