@@ -5,6 +5,7 @@ orchestration must be the recorded one."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,10 +16,11 @@ import pytest
 pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
 
 import openai_agents_apps as apps  # noqa: E402
-from agents import Agent, function_tool, handoff  # noqa: E402
+from agents import Agent, Runner, function_tool, handoff  # noqa: E402
 from agents.testing import ScriptedModel  # noqa: E402
 from conftest import check_trace, instrumentor_fixture  # noqa: E402
 
+import orch_otel  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from orch_otel.recorder import get_recorder  # noqa: E402
 from orch_otel.replaying import replay  # noqa: E402
@@ -229,3 +231,24 @@ def test_orch_otel_replay_replays_a_streamed_recording(tmp_path):
     assert "the same orchestration" in out and "(5 calls served, 0 run by the app)" in out
     (new,) = [line.trace for file in trace_files([tmp_path / "out"]) for line in read_lines(file) if line.trace]
     assert _run_input(new, load_contents(tmp_path / "out"))["streamed"] is True
+
+
+def _desk(model) -> object:
+    """An app of the user's own: a workflow function that streams a run of the SDK itself."""
+
+    @orch_otel.workflow("desk")
+    async def desk(question: str) -> str:
+        result = Runner.run_streamed(Agent(name="clerk", instructions="Answer.", model=model), question)
+        async for _event in result.stream_events():
+            pass
+        return str(result.final_output)
+
+    return desk
+
+
+def test_an_app_function_that_runs_the_sdk_streamed_itself_has_its_calls_served(captured, monkeypatch):
+    trace, contents = _record(lambda: asyncio.run(_desk(apps.model(apps.step(apps.assistant_message("hi"))))("hello")),
+                              captured, monkeypatch)
+    result = replay(trace, _desk(_unscripted()), contents=contents)
+    assert result.equal, result.divergence
+    assert (result.served, result.live, result.app_errors) == (1, 0, [None])

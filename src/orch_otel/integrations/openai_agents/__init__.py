@@ -100,6 +100,9 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         for module in (turn_resolution, tool_execution):  # a resumed turn's rejections, and a later call's
             patches.wrap(module, "resolve_approval_rejection_message", _approvals.rejected_tool())
         self._patch_models(patches)
+        from ._replay import seams
+
+        seams(patches)
 
     @staticmethod
     def _patch_models(patches: Patches) -> None:

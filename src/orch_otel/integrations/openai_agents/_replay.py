@@ -2,7 +2,8 @@
 recorded run's input, and answer its model and tool calls from the
 recording (``orch_otel._serving``).
 
-The seams: the model each turn resolves (``run_loop.get_model``) is wrapped
+The seams (installed with the instrumentation, idle outside a replay): the
+model each turn resolves (``run_loop.get_model``) is wrapped
 in a ``Model`` that asks the replay's server first, with the prompt the
 instrumentation's model-call span has just recorded; a function tool's body
 (``_invoke_function_tool_with_metadata``) is answered from the recording
@@ -53,6 +54,13 @@ def instrumentor() -> OpenAIAgentsInstrumentor:
 
 
 def install(patches: Patches) -> None:
+    """Nothing to add: the instrumentation installs the seams (:func:`seams`)."""
+
+
+def seams(patches: Patches) -> None:
+    """The replay's seams, installed with the instrumentation and idle outside
+    a replay (one context-variable read per call), so an SDK run inside a
+    replayed ``@orch_otel.workflow`` function is served too."""
     patches.wrap(run_loop, "get_model", _serve_models)
     patches.wrap(tool_execution, "_invoke_function_tool_with_metadata", _serve_tools)
 
