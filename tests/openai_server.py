@@ -1,7 +1,7 @@
 """A local OpenAI-compatible chat completions server on loopback, for tests of
 real OpenAI clients (autogen-ext's ``OpenAIChatCompletionClient``, LangChain's
 ``ChatOpenAI``, the Agents SDK's OpenAI models) without a network: ``POST
-/v1/chat/completions`` (and ``POST /v1/responses``, not streamed) answers each
+/v1/chat/completions`` (and the Responses API's ``POST /v1/responses``) answers each
 request with the next scripted :class:`Reply`, as a whole completion or, when
 the request says ``"stream": true``, as server-sent chunks, with a final usage
 chunk only when ``stream_options.include_usage`` asks (as OpenAI does).
@@ -64,7 +64,7 @@ class OpenAIServer:
                     return self._send(500, {"error": {"message": "no scripted reply left"}})
                 if route == "/v1/responses":
                     if body.get("stream"):
-                        return self._send(400, {"error": {"message": "streamed responses are not served"}})
+                        return self._stream(server._response_events(reply))
                     return self._send(200, server._response(reply))
                 if body.get("stream"):
                     usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -135,6 +135,17 @@ class OpenAIServer:
                           "total_tokens": reply.prompt_tokens + reply.completion_tokens,
                           "input_tokens_details": {"cached_tokens": 0},
                           "output_tokens_details": {"reasoning_tokens": 0}}}
+
+    def _response_events(self, reply: Reply) -> list[dict[str, Any]]:
+        """The Responses API's stream: created, each output item added and done, completed."""
+        done = self._response(reply)
+        events: list[dict[str, Any]] = [{"type": "response.created",
+                                         "response": {**done, "output": [], "status": "in_progress", "usage": None}}]
+        for index, item in enumerate(done["output"]):
+            events += [{"type": "response.output_item.added", "output_index": index, "item": item},
+                       {"type": "response.output_item.done", "output_index": index, "item": item}]
+        events.append({"type": "response.completed", "response": done})
+        return [{**event, "sequence_number": number} for number, event in enumerate(events)]
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": self.model,

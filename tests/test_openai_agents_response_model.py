@@ -5,12 +5,14 @@ answers as ``gpt-4o-2024-08-06`` whatever model the request names."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
 
 import openai_agents_apps as apps  # noqa: E402
-from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig  # noqa: E402
+from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig, Runner  # noqa: E402
 from conftest import check_trace, events_of, instrumentor_fixture  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 from openai_server import SERVED_MODEL, OpenAIServer, Reply  # noqa: E402
@@ -39,6 +41,44 @@ def test_each_call_records_the_model_the_provider_answered_with(captured, api):
         ("gpt-4o", SERVED_MODEL), ("gpt-4o", SERVED_MODEL)]
     (trace,) = captured.traces()
     assert [e["model"] for e in events_of(check_trace(trace), "message", channel="llm")] == [SERVED_MODEL] * 2
+
+
+def test_a_streamed_responses_call_records_the_model_its_completed_event_names(captured):
+    with OpenAIServer([Reply(tool_calls=(("c1", "lookup_invoice", '{"number": "42"}'),)), Reply("paid")]) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        agent = Agent(name="clerk", tools=[apps.lookup_invoice],
+                      model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
+        assert apps.run_streamed(agent, "Is invoice 42 paid?") == "paid"
+    assert [r["stream"] for r in server.requests] == [True, True]
+    calls = [s for s in captured.spans if s.attributes.get(Attr.OPERATION) == "chat"]
+    assert [s.attributes.get(Attr.RESPONSE_MODEL) for s in calls] == [SERVED_MODEL, SERVED_MODEL]
+
+
+def test_a_streamed_chat_completions_call_does_not_take_the_requested_name_for_the_answering_one(captured):
+    """The SDK's completed event for a Chat Completions stream repeats the requested name: not recorded."""
+    with OpenAIServer([Reply("paid")]) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        agent = Agent(name="clerk", model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
+        assert apps.run_streamed(agent, "Is invoice 42 paid?") == "paid"
+    (call,) = [s for s in captured.spans if s.attributes.get(Attr.OPERATION) == "chat"]
+    assert call.attributes[Attr.REQUEST_MODEL] == "gpt-4o" and Attr.RESPONSE_MODEL not in call.attributes
+
+
+def test_a_streamed_responses_run_the_consumer_cancels_still_ends_cancelled(captured):
+    async def cut_short() -> None:
+        result = Runner.run_streamed(agent, "Is invoice 42 paid?", run_config=RunConfig(workflow_name="billing"))
+        async for _ in result.stream_events():
+            result.cancel()
+        if result.run_loop_task is not None:
+            await asyncio.gather(result.run_loop_task, return_exceptions=True)
+
+    with OpenAIServer([Reply("paid")]) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        agent = Agent(name="clerk", model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
+        asyncio.run(asyncio.wait_for(cut_short(), apps.TIMEOUT))
+    (trace,) = captured.traces()
+    stops = [(e["agent"], e["reason"]) for e in check_trace(trace)["events"] if e.get("decision") == "stop"]
+    assert stops[-1] == ("billing", "cancelled")
 
 
 def test_a_model_without_a_raw_response_records_the_requested_model_only(captured):

@@ -111,12 +111,15 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         from openai.types.chat import ChatCompletion
         from openai.types.responses import Response
 
-        from ._response_model import fetched
+        from ._response_model import fetched, streamed
 
-        for cls in (openai_responses.OpenAIResponsesModel, openai_responses.OpenAIResponsesWSModel,
-                    openai_chatcompletions.OpenAIChatCompletionsModel):
+        responses = (openai_responses.OpenAIResponsesModel, openai_responses.OpenAIResponsesWSModel)
+        for cls in (*responses, openai_chatcompletions.OpenAIChatCompletionsModel):
             if "_fetch_response" in vars(cls):
                 patches.wrap(cls, "_fetch_response", fetched((Response, ChatCompletion)))
+        for cls in responses:
+            if "stream_response" in vars(cls):
+                patches.wrap(cls, "stream_response", streamed())
 
     def _uninstrument(self, **kwargs: Any) -> None:
         pending, self._pending = self._pending, None
