@@ -111,7 +111,7 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         from openai.types.chat import ChatCompletion
         from openai.types.responses import Response
 
-        from ._response_model import fetched, streamed
+        from ._fetched import fetched, streamed
 
         responses = (openai_responses.OpenAIResponsesModel, openai_responses.OpenAIResponsesWSModel)
         for cls in (*responses, openai_chatcompletions.OpenAIChatCompletionsModel):

@@ -1,26 +1,41 @@
-"""The model that answered a call, as the provider names it (``gpt-4o`` asked,
-``gpt-4o-2024-08-06`` answered): the SDK's ``ModelResponse`` drops it, the
-raw response its OpenAI models fetch (``_fetch_response``: a Responses API
-``Response`` or a ``ChatCompletion``) has it. Read there and set on the
-call's span as ``gen_ai.response.model``; the response goes on unchanged.
+"""Where the SDK's OpenAI models fetch a response from the provider.
 
-A Responses API stream names it on its completed event, read as the event
-passes (``stream_response``, every event handed on as it is). A Chat
-Completions stream is left out: it names the model on its chunks only, and
-the completed event the SDK builds from them repeats the requested name."""
+The model that answered, as the provider names it (``gpt-4o`` asked,
+``gpt-4o-2024-08-06`` answered): the SDK's ``ModelResponse`` drops it, the
+raw response (``_fetch_response``: a Responses API ``Response`` or a
+``ChatCompletion``) has it, and a Responses API stream names it on its
+completed event (read as the event passes, every event handed on as it is).
+It goes on the call's span as ``gen_ai.response.model``. A Chat Completions
+stream is left out: it names the model on its chunks only, and the
+completed event the SDK builds from them repeats the requested name.
+
+And the call whose request this is, for token capture below the frameworks
+(``integrations/openai_sdk``) to keep the request's token ids with it."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..._invocation import MODEL_CALL
 from ._state import RUN, telemetry_failed
 
 
 def fetched(response_types: tuple[type, ...]) -> Any:
-    """``_fetch_response`` of the SDK's OpenAI models."""
+    """``_fetch_response`` of the SDK's OpenAI models. The call is also named
+    as the one the openai SDK's request serves (``MODEL_CALL``), so token
+    capture below the frameworks (``integrations/openai_sdk``) keeps the
+    request's token ids with it."""
 
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        response = await wrapped(*args, **kwargs)
+        state = RUN.get()
+        call = state.llm if state is not None else None
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        token = MODEL_CALL.set(call)
+        try:
+            response = await wrapped(*args, **kwargs)
+        finally:
+            MODEL_CALL.reset(token)
         if isinstance(response, response_types):
             _answered_by(getattr(response, "model", None))
         return response
