@@ -111,8 +111,9 @@ def test_agents_as_tools_replay_with_the_sub_agents_model_calls_served(captured,
     assert result.served == 4 and result.live == 0  # the manager's two calls and one per sub-agent
 
 
-def test_a_changed_prompt_is_not_served_and_the_replay_diverges(captured, monkeypatch):
-    trace, contents = _record(apps.support(), captured, monkeypatch)
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_changed_prompt_is_not_served_and_the_replay_diverges(captured, monkeypatch, streamed):
+    trace, contents = _record(apps.support_streamed if streamed else apps.support(), captured, monkeypatch)
     app = _support_without_answers()
     app.instructions = "Route the customer politely."  # not the recorded system prompt
     result = replay(trace, app, contents=contents)
