@@ -18,6 +18,7 @@ pytest.importorskip("agents", reason="needs the optional extra: pip install 'orc
 import openai_agents_apps as apps  # noqa: E402
 from conftest import check_trace, events_of, instrumentor_fixture  # noqa: E402
 
+import orch_otel  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from orch_otel.recorder import get_recorder  # noqa: E402
 from orch_otel.tracefiles import read_lines, trace_files  # noqa: E402
@@ -164,3 +165,10 @@ def test_a_resume_in_the_same_process_names_the_interrupted_run_and_awaits_its_c
     (stop,) = [e for e in interrupted["events"] if e.get("decision") == "stop"]
     assert stop["awaiting"] == ["a1", "a2"]
     assert resumed["events"][0]["resume_of"] == interrupted["trace_id"]
+
+
+def test_the_timeline_shows_the_calls_awaited_and_the_humans_decisions(captured):
+    apps.decided_after_interrupt()
+    interrupted, resumed = captured.traces()
+    assert "awaiting approval of a1, a2" in orch_otel.view(interrupted)
+    assert "approved a1; rejected a2" in orch_otel.view(resumed)
