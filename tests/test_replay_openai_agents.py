@@ -23,7 +23,7 @@ from conftest import check_trace, instrumentor_fixture  # noqa: E402
 import orch_otel  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from orch_otel.recorder import get_recorder  # noqa: E402
-from orch_otel.replaying import replay  # noqa: E402
+from orch_otel.replaying import ReplayError, replay  # noqa: E402
 from orch_otel.tracefiles import load_contents, read_lines, trace_files  # noqa: E402
 
 instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
@@ -253,3 +253,40 @@ def test_an_app_function_that_runs_the_sdk_streamed_itself_has_its_calls_served(
     result = replay(trace, _desk(_unscripted()), contents=contents)
     assert result.equal, result.divergence
     assert (result.served, result.live, result.app_errors) == (1, 0, [None])
+
+
+@function_tool(name_override="refund", needs_approval=True)
+def raising_refund(amount: int) -> str:
+    """Refund an amount (a human approves it first)."""
+    raise CalledForReal("a tool was called during replay")
+
+
+def test_an_interrupted_run_and_its_resume_replay_as_a_chain_with_the_humans_decisions(captured, monkeypatch):
+    """The cashier asked to refund 5 (a1) and 500 (a2); the human approved a1 and
+    rejected a2 with a message. Replayed: the same interrupt, the same decisions,
+    the rejection message sent to the (served) model as recorded."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        apps.decided_after_interrupt(rejection_message="over the limit")
+    conversions = captured.conversions()
+    chain = [check_trace(c.trace) for c in conversions]
+    contents = {k: v for c in conversions for k, v in c.contents.items()}
+    result = replay(chain, Agent(name="cashier", tools=[raising_refund], model=_unscripted()), contents=contents)
+    assert result.equal, result.divergence
+    assert len(result.traces) == 2 and result.app_errors == [None, None]
+    assert (result.served, result.live) == (3, 0)  # two model calls and the approved refund
+    interrupted, resumed = result.traces
+    intervention = resumed["events"][0]
+    assert intervention["resume_of"] == interrupted["trace_id"]
+    assert (intervention["approved"], intervention["rejected"]) == (["a1"], ["a2"])
+
+
+def test_a_resume_given_without_its_interrupted_run_is_refused_before_the_app_runs(captured, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        apps.decided_after_interrupt()
+    conversions = captured.conversions()
+    contents = {k: v for c in conversions for k, v in c.contents.items()}
+    with pytest.raises(ReplayError, match=r"replay it after that run, as one chain \[interrupted, resumed\]"):
+        replay(conversions[1].trace, Agent(name="cashier", tools=[raising_refund], model=_unscripted()),
+               contents=contents)

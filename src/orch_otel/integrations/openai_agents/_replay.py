@@ -43,6 +43,8 @@ from . import OpenAIAgentsInstrumentor
 from ._state import DEFAULT_WORKFLOW, RUN, TOOL
 
 _ITEMS = TypeAdapter(list[ResponseOutputItem])
+# The last replayed run of each app that stopped for approvals: the run its recorded resume goes on from.
+_INTERRUPTED: dict[int, Any] = {}
 
 
 def accepts(app: Any) -> bool:
@@ -54,7 +56,9 @@ def instrumentor() -> OpenAIAgentsInstrumentor:
 
 
 def install(patches: Patches) -> None:
-    """Nothing to add: the instrumentation installs the seams (:func:`seams`)."""
+    """Nothing to add: the instrumentation installs the seams (:func:`seams`).
+    An interrupted run kept for its resume is let go when the replay ends."""
+    patches.record(_INTERRUPTED.clear)
 
 
 def seams(patches: Patches) -> None:
@@ -66,16 +70,50 @@ def seams(patches: Patches) -> None:
 
 
 async def run(app: Any, run_input: Any) -> Any:
-    """Run the starting agent once on a recorded input (``_runs._run_input``'s form)."""
-    if not isinstance(run_input, dict) or "input" not in run_input:
-        raise ValueError("the recorded run input is not an OpenAI Agents SDK run input ({'input': ...})")
+    """Run the starting agent once on a recorded input (``_runs._run_input``'s
+    form): the run's input, or, for a resume, the human's decisions applied to
+    the state of the interrupted run replayed just before it."""
+    if not isinstance(run_input, dict) or not ({"input", "resume"} & run_input.keys()):
+        raise ValueError("the recorded run input is not an OpenAI Agents SDK run input ({'input': ...} or "
+                         "{'resume': [...]})")
     config = RunConfig(workflow_name=str(run_input.get("workflow") or DEFAULT_WORKFLOW))
+    given = _resumed_state(app, run_input["resume"]) if "resume" in run_input else run_input["input"]
+    result: Any
     if not run_input.get("streamed"):
-        return await Runner.run(app, run_input["input"], run_config=config)
-    result = Runner.run_streamed(app, run_input["input"], run_config=config)
-    async for _event in result.stream_events():  # raises what the run raised, once it ends
-        pass
+        result = await Runner.run(app, given, run_config=config)
+    else:
+        result = Runner.run_streamed(app, given, run_config=config)
+        async for _event in result.stream_events():  # raises what the run raised, once it ends
+            pass
+    if getattr(result, "interruptions", None):
+        _INTERRUPTED[id(app)] = result
     return result
+
+
+def check_inputs(inputs: list[Any]) -> None:
+    """A resume goes on from the run before it in the chain: it cannot come first."""
+    if inputs and isinstance(inputs[0], dict) and "resume" in inputs[0]:
+        raise ValueError("the first run given resumes an interrupted run (its input is a human's approvals): "
+                         "replay it after that run, as one chain [interrupted, resumed] (`orch-otel replay` "
+                         "chains the runs of a folder by resume_of)")
+
+
+def _resumed_state(app: Any, decisions: Any) -> Any:
+    interrupted = _INTERRUPTED.pop(id(app), None)
+    if interrupted is None:
+        raise ValueError("a resumed run replays after the run it resumes: replay the chain (the interrupted "
+                         "trace, then its resume)")
+    state = interrupted.to_state()
+    decided = {str(d.get("call_id")): d for d in decisions or () if isinstance(d, dict)}
+    for item in interrupted.interruptions:
+        decision = decided.get(str(getattr(item.raw_item, "call_id", None)))
+        if decision is None:
+            continue  # left undecided, as recorded: the SDK asks again
+        if decision.get("approved"):
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=decision.get("message"))
+    return state
 
 
 def _serve_models(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:

@@ -37,6 +37,8 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
         if hooks is not None and (not isinstance(hooks, run_hooks_base) or isinstance(hooks, agent_hooks_base)):
             return None  # the SDK refuses these hooks with its own error: leave it to say so
         run_config = kwargs.get("run_config")
+        run_input = arg(args, kwargs, 1, "input")
+        approvals = _decisions(run_input) if _is_state(run_input) else None
         caller = RUN.get()
         if caller is not None and not caller.finished:  # a run inside a tool or guardrail of another run
             tool = TOOL.get()
@@ -47,22 +49,20 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
         else:
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
-            run_input = arg(args, kwargs, 1, "input")
             resuming = _is_state(run_input)
             previous = _interrupted_run(run_input) if resuming else None
             root = recorder.workflow(
                 workflow, task_id=_task_id(run_config, kwargs.get("session"), run_input if resuming else None),
                 system=SYSTEM,
-                input=_run_input(run_input, workflow, streamed),
+                input=_run_input(run_input, workflow, streamed, approvals),
                 links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
                              run_config=run_config)
             if previous is not None:
                 state.resume_of = format(previous.trace_id, "032x")
-        run_input = arg(args, kwargs, 1, "input")
         if _is_state(run_input):
-            resumed(state, getattr(run_input, "_current_agent", None), _decisions(run_input))
+            resumed(state, getattr(run_input, "_current_agent", None), approvals)
         return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
 
     def _is_state(value: Any) -> bool:
@@ -133,12 +133,16 @@ def _task_id(run_config: Any, session: Any, run_state: Any = None) -> str | None
     return str(session_id) if session_id else None
 
 
-def _run_input(value: Any, workflow: str, streamed: bool) -> Any:
-    """The run's input as a replay feeds it again, and how: streamed or not (a
-    RunState resumes: its input is in the state)."""
+def _run_input(value: Any, workflow: str, streamed: bool, approvals: Approvals | None = None) -> Any:
+    """The run's input as a replay feeds it again, and how: streamed or not. A
+    run resumed from a ``RunState``: the human's decisions, which a replay
+    applies to the state of the interrupted run it has just replayed."""
+    how = {"workflow": workflow, **({"streamed": True} if streamed else {})}
+    if approvals is not None:
+        return {"resume": approvals.content() or [], **how}
     if value is None or not isinstance(value, (str, list)):
         return None
-    return {"input": plain(value), "workflow": workflow, **({"streamed": True} if streamed else {})}
+    return {"input": plain(value), **how}
 
 
 def finish(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
