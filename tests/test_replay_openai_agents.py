@@ -290,3 +290,23 @@ def test_a_resume_given_without_its_interrupted_run_is_refused_before_the_app_ru
     with pytest.raises(ReplayError, match=r"replay it after that run, as one chain \[interrupted, resumed\]"):
         replay(conversions[1].trace, Agent(name="cashier", tools=[raising_refund], model=_unscripted()),
                contents=contents)
+
+
+def test_orch_otel_replay_chains_an_interrupted_run_and_its_resume(tmp_path):
+    (tmp_path / "cashierapp.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
+        "from agents import Agent\nfrom agents.testing import ScriptedModel\nfrom openai_agents_apps import refund\n\n"
+        "def factory():\n    return Agent(name='cashier', tools=[refund], model=ScriptedModel([]))\n")
+    env = {"ORCH_OTEL_RECORD_FOR_REPLAY": "true", "ORCH_OTEL_TRACE_DIR": str(tmp_path / "orch-traces"),
+           "PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS)}
+    record = ("import orch_otel, openai_agents_apps as apps\norch_otel.instrument()\n"
+              "apps.decided_after_interrupt(rejection_message='over the limit')\norch_otel.flush()\n")
+    done = subprocess.run([sys.executable, "-c", record], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "orch_otel.cli", "replay", "orch-traces", "--app", "cashierapp:factory",
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                          env={**env, "ORCH_OTEL_RECORD_FOR_REPLAY": ""}, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert " -> " in out and "the same orchestration (3 calls served, 0 run by the app)" in out  # one chain of two
