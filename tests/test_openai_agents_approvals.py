@@ -165,6 +165,7 @@ def test_a_resume_in_the_same_process_names_the_interrupted_run_and_awaits_its_c
     (stop,) = [e for e in interrupted["events"] if e.get("decision") == "stop"]
     assert stop["awaiting"] == ["a1", "a2"]
     assert resumed["events"][0]["resume_of"] == interrupted["trace_id"]
+    assert resumed["task_id"] == interrupted["task_id"]  # one conversation: the resume joins the run's task
 
 
 def test_the_timeline_shows_the_calls_awaited_and_the_humans_decisions(captured):

@@ -9,7 +9,7 @@ import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
@@ -51,16 +51,16 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
             resuming = _is_state(run_input)
             previous = _interrupted_run(run_input) if resuming else None
+            task_id = _task_id(run_config, kwargs.get("session"), run_input if resuming else None)
             root = recorder.workflow(
-                workflow, task_id=_task_id(run_config, kwargs.get("session"), run_input if resuming else None),
-                system=SYSTEM,
+                workflow, task_id=task_id or (previous.task_id if previous is not None else None), system=SYSTEM,
                 input=_run_input(run_input, workflow, streamed, approvals),
-                links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
+                links=[Link(previous.context, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
                              run_config=run_config)
             if previous is not None:
-                state.resume_of = format(previous.trace_id, "032x")
+                state.resume_of = format(previous.context.trace_id, "032x")
         if _is_state(run_input):
             resumed(state, getattr(run_input, "_current_agent", None), approvals)
         return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
@@ -71,9 +71,16 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
     return begin
 
 
+class Interrupted(NamedTuple):
+    """An interrupted run a resume links to, and its task (the resume joins it)."""
+
+    context: SpanContext
+    task_id: str
+
+
 # The interrupted runs awaiting a resume, by the call ids of the tool calls awaiting approval
 # (what the resumed RunState carries too); bounded: a run never resumed is forgotten eventually.
-INTERRUPTED: OrderedDict[tuple[str, ...], SpanContext] = OrderedDict()
+INTERRUPTED: OrderedDict[tuple[str, ...], Interrupted] = OrderedDict()
 _INTERRUPTED_MAX = 1024
 _interrupted_lock = threading.Lock()
 
@@ -88,7 +95,7 @@ def _pending_calls(items: Any) -> tuple[str, ...]:
     return tuple(sorted(_call_id(i) for i in items or ()))
 
 
-def _interrupted_run(run_state: Any) -> SpanContext | None:
+def _interrupted_run(run_state: Any) -> Interrupted | None:
     """The interrupted run that ``run_state`` resumes, if this process recorded it."""
     try:
         calls = _pending_calls(run_state.get_interruptions())
@@ -109,8 +116,10 @@ def _remember_interrupt(state: RunState, result: Any) -> None:
     state.root.set(Attr.AWAITING, [c for c in calls if c])
     context = state.root.span.get_span_context()
     if context.is_valid:
+        attributes = getattr(state.root.span, "attributes", None) or {}
+        task_id = str(attributes.get(Attr.TASK_ID) or format(context.trace_id, "032x"))  # the converter's default
         with _interrupted_lock:
-            INTERRUPTED[calls] = context
+            INTERRUPTED[calls] = Interrupted(context, task_id)
             while len(INTERRUPTED) > _INTERRUPTED_MAX:
                 INTERRUPTED.popitem(last=False)
 
