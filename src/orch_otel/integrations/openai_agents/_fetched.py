@@ -54,7 +54,9 @@ def streamed() -> Any:
                     _answered_by(getattr(getattr(event, "response", None), "model", None))
                 yield event
         finally:  # closed early (the consumer stopped): close the model's own stream as the SDK would
-            await events.aclose()
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     return wrapper
 
