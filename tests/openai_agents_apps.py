@@ -83,15 +83,20 @@ def support(**kwargs: Any) -> Callable[[], Any]:
     return lambda: run(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"), **kwargs)
 
 
-def support_streamed() -> Any:
+def run_streamed(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
+    """``Runner.run_streamed``, its events consumed to the end; the final output."""
+
     async def consume() -> Any:
-        result = Runner.run_streamed(support_agents(), "Is invoice 42 paid?",
-                                     run_config=RunConfig(workflow_name="support"))
+        result = Runner.run_streamed(agent, text, **kwargs)
         async for _ in result.stream_events():
             pass
         return result.final_output
 
     return asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
+
+
+def support_streamed() -> Any:
+    return run_streamed(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"))
 
 
 # -- tools ----------------------------------------------------------------------------------
@@ -145,6 +150,22 @@ def agents_as_tools() -> Any:
              function_call("write", {"input": "topic"}, call_id="a2"), tokens=(12, 4)),
         step(assistant_message("report"), tokens=(30, 2)),
     ))
+    return run(manager, run_config=RunConfig(workflow_name="report"))
+
+
+def streaming_agent_tools(researcher_model: Any, manager_model: Any, seen: list[Any]) -> Agent:
+    """manager calls researcher as a tool that streams (``on_stream``: the
+    nested run is a ``Runner.run_streamed``); ``seen`` gets its events."""
+    researcher = Agent(name="researcher", model=researcher_model)
+    return Agent(name="manager", model=manager_model, tools=[
+        researcher.as_tool(tool_name="research", tool_description="Research a topic.", on_stream=seen.append)])
+
+
+def agent_tool_streaming(seen: list[Any]) -> Any:
+    manager = streaming_agent_tools(model(step(assistant_message("facts"), tokens=(7, 1))), model(
+        step(function_call("research", {"input": "topic"}, call_id="s1"), tokens=(12, 4)),
+        step(assistant_message("report"), tokens=(30, 2)),
+    ), seen)
     return run(manager, run_config=RunConfig(workflow_name="report"))
 
 
@@ -343,6 +364,10 @@ def routed() -> Any:
     return run(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))
 
 
+def routed_streamed() -> Any:
+    return run_streamed(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))
+
+
 # -- human in the loop ---------------------------------------------------------------------------
 
 
@@ -369,3 +394,27 @@ def approved_after_interrupt() -> tuple[Any, Any]:
     second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
                                           TIMEOUT))
     return first, second
+
+
+def refund_desk() -> Agent:
+    """The cashier asks to refund 5 (a1) and 500 (a2) in one reply, both awaiting approval."""
+    return Agent(name="cashier", tools=[refund], model=model(
+        step(function_call("refund", {"amount": 5}, call_id="a1"),
+             function_call("refund", {"amount": 500}, call_id="a2")),
+        step(assistant_message("Refunded 5; 500 was refused.")),
+    ))
+
+
+def decided_after_interrupt(rejection_message: str | None = None) -> tuple[Agent, Any, Any]:
+    """A human approves a1 and rejects a2 (with ``rejection_message``, if given); the run resumes."""
+    agent = refund_desk()
+    first = run(agent, "Refund 5 and 500.", run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        if item.raw_item.call_id == "a1":
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=rejection_message)
+    second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
+                                          TIMEOUT))
+    return agent, first, second

@@ -227,6 +227,9 @@ class Attr:
     REWARD_TARGET = "orch.reward.target"
     OUTCOME = "orch.outcome"  # ok | error | cancelled | interrupted | handoff
     RESUME_OF = "orch.resume.of_trace_id"
+    AWAITING = "orch.approval.awaiting"  # on an interrupted run's root: the tool call ids awaiting a human's approval
+    APPROVED = "orch.approval.approved"  # on a human intervention: the tool call ids the human approved
+    REJECTED = "orch.approval.rejected"  # ... and those it rejected (ids, not content)
     LINK = "orch.link"  # on a span link: what the linked span is to this one ("resume_of": the interrupted run)
     SAFETY_KIND = "orch.safety.kind"
     IMPLIED = "orch.implied"  # on a decision, message or aggregate event: inferred from a foreign log, not recorded

@@ -42,6 +42,7 @@ from ._values import (
     _R_END,
     _R_ERROR,
     _R_INCOMPLETE,
+    _R_INTERRUPT,
     _S_ERROR,
     _S_OK,
     DEFAULT_ACTOR,
@@ -270,6 +271,8 @@ class _Builder:
                 self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
             _put_text(data, "source", attrs.get(Attr.STOP_SOURCE))
+            if decision == _D_STOP and reason == _R_INTERRUPT and Attr.AWAITING in span.attributes:
+                data["awaiting"] = _list(span.attributes.get(Attr.AWAITING))  # the calls a human must decide on
             _put_route(data, attrs)
             if decision == _D_STOP and (Attr.STOP_FORCED in attrs or reason != "unspecified"):
                 # a stop of unknown reason (a foreign log's) is neither forced nor chosen: left out
@@ -318,6 +321,9 @@ class _Builder:
                 data["recipients"] = recipients
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             _put_text(data, "resume_of", attrs.get(Attr.RESUME_OF))
+            for key, attr in (("approved", Attr.APPROVED), ("rejected", Attr.REJECTED)):
+                if attr in attrs:  # the tool calls a human decided on, by call id
+                    data[key] = _list(attrs.get(attr))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.SAFETY:

@@ -67,7 +67,7 @@ class OpenAIAgentsInstrumentor(LazyInstrumentor):
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
         from agents.run_internal import run_loop, tool_execution, turn_resolution
 
-        from . import _runs, _steps
+        from . import _approvals, _runs, _steps
         from ._hooks import hooks_class
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
@@ -90,4 +90,28 @@ class OpenAIAgentsInstrumentor(LazyInstrumentor):
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
-            patches.wrap(module, "prepare_input_with_session", _runs.session_input())
+        patches.wrap(run, "prepare_input_with_session", _runs.session_input(streamed=False))
+        patches.wrap(run_loop, "prepare_input_with_session", _runs.session_input(streamed=True))  # start_streaming
+        for module in (turn_resolution, tool_execution):  # a resumed turn's rejections, and a later call's
+            patches.wrap(module, "resolve_approval_rejection_message", _approvals.rejected_tool())
+        self._patch_models(patches)
+        from ._replay import seams
+
+        seams(patches)
+
+    @staticmethod
+    def _patch_models(patches: Patches) -> None:
+        """The model the provider says answered, where the SDK's OpenAI models fetch the response."""
+        from agents.models import openai_chatcompletions, openai_responses
+        from openai.types.chat import ChatCompletion
+        from openai.types.responses import Response
+
+        from ._fetched import fetched, streamed
+
+        responses = (openai_responses.OpenAIResponsesModel, openai_responses.OpenAIResponsesWSModel)
+        for cls in (*responses, openai_chatcompletions.OpenAIChatCompletionsModel):
+            if "_fetch_response" in vars(cls):
+                patches.wrap(cls, "_fetch_response", fetched((Response, ChatCompletion)))
+        for cls in responses:
+            if "stream_response" in vars(cls):
+                patches.wrap(cls, "stream_response", streamed())

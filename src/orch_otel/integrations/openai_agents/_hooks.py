@@ -51,7 +51,7 @@ def llm_started(state: RunState, agent: Any, system_prompt: Any, input_items: An
 
 def llm_ended(state: RunState, response: Any) -> None:
     llm, state.llm = state.llm, None
-    output = plain(list(getattr(response, "output", None) or ()))
+    output = _without_logprobs(plain(list(getattr(response, "output", None) or ())))
     state.calls = {item["name"]: (str(item.get("call_id") or ""), item.get("arguments"))
                    for item in output if isinstance(item, dict) and item.get("type") == "function_call"
                    and isinstance(item.get("name"), str)}
@@ -61,6 +61,18 @@ def llm_ended(state: RunState, response: Any) -> None:
     llm.set_response(output, input_tokens=getattr(usage, "input_tokens", None),
                      output_tokens=getattr(usage, "output_tokens", None))
     llm.end()
+
+
+def _without_logprobs(items: list[Any]) -> list[Any]:
+    """A reply's items as recorded: the logprobs the SDK puts on its text parts
+    are token data, kept only in the local token store (token capture), never
+    on a span."""
+    for item in items:
+        parts = item.get("content") if isinstance(item, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict):
+                part.pop("logprobs", None)
+    return items
 
 
 def handed_off(state: RunState, to_agent: Any) -> None:
@@ -94,12 +106,16 @@ def agent_ended(state: RunState) -> None:
         segment.stop(StopReason.END.value)
 
 
-def resumed(state: RunState, agent: Any) -> None:
+def resumed(state: RunState, agent: Any, approvals: Any = None) -> None:
     """A run resumed from a ``RunState`` (after a human's approvals): the
-    human's intervention, and the segment of the agent that was interrupted,
-    which runs the approved tools before its next turn."""
+    human's intervention (the call ids approved and rejected; the decisions
+    as content), and the segment of the agent that was interrupted, which runs
+    the approved tools before its next turn."""
     target = state.root.span if state.root is not None else None
-    state.recorder.human_intervention(resume_of=state.resume_of, span=target)
+    state.recorder.human_intervention(
+        approvals.content() if approvals is not None else None, resume_of=state.resume_of, span=target,
+        approved=approvals.approved if approvals is not None else None,
+        rejected=approvals.rejected if approvals is not None else None)
     if agent is not None:
         agent_started(state, agent)
         state.resumed = True
