@@ -677,7 +677,7 @@ def test_openai_agents_chat_completions_model_keeps_each_calls_ids(tmp_path, ser
 
     srv = server()
     srv.script(Reply(tool_calls=[("lookup", {"number": "42"})]), Reply("paid"))
-    model = OpenAIChatCompletionsModel(model="m", openai_client=openai.AsyncOpenAI(base_url=srv.url, api_key="x"))
+    model = OpenAIChatCompletionsModel(model="m", openai_client=openai.AsyncOpenAI(base_url=srv.base_url, api_key="x"))
     agent = Agent(name="clerk", tools=[lookup], model=model,
                   model_settings=ModelSettings(extra_args={"logprobs": True}, extra_body={"return_token_ids": True}))
 
