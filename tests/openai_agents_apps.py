@@ -21,10 +21,13 @@ from agents import (
     RunConfig,
     Runner,
     SQLiteSession,
+    ToolGuardrailFunctionOutput,
     function_tool,
     handoff,
     input_guardrail,
     output_guardrail,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
 from agents.run_error_handlers import RunErrorHandlerResult
 from agents.testing import ScriptedModel, assistant_message, function_call
@@ -323,3 +326,147 @@ def approved_after_interrupt() -> tuple[Any, Any]:
     second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
                                           TIMEOUT))
     return first, second
+
+
+# -- tool guardrails ------------------------------------------------------------------------------
+
+tool_bodies_run: list[str] = []  # which guarded tools' bodies ran (a rejected call's never does)
+
+
+@tool_input_guardrail(name="no_system_paths")
+def no_system_paths(data: Any) -> ToolGuardrailFunctionOutput:
+    if "/etc" in (data.context.tool_arguments or ""):
+        return ToolGuardrailFunctionOutput.reject_content("refused: system path")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_output_guardrail(name="redact_secrets")
+def redact_secrets(data: Any) -> ToolGuardrailFunctionOutput:
+    if "password" in str(data.output):
+        return ToolGuardrailFunctionOutput.reject_content("withheld: it held a secret")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_input_guardrail(name="no_deletes")
+def no_deletes(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="deletes are off")
+
+
+@tool_output_guardrail(name="no_leaks")
+def no_leaks(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="leak")
+
+
+@function_tool(tool_input_guardrails=[no_system_paths])
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    tool_bodies_run.append(f"delete_file {path}")
+    return f"deleted {path}"
+
+
+@function_tool(tool_output_guardrails=[redact_secrets])
+def read_file(path: str) -> str:
+    """Read a file."""
+    tool_bodies_run.append(f"read_file {path}")
+    return "user=ada password=hunter2"
+
+
+@function_tool(tool_input_guardrails=[no_deletes])
+def wipe(path: str) -> str:
+    """Wipe a disk."""
+    tool_bodies_run.append(f"wipe {path}")
+    return "wiped"
+
+
+@function_tool(tool_output_guardrails=[no_leaks])
+def dump(path: str) -> str:
+    """Dump a file."""
+    tool_bodies_run.append(f"dump {path}")
+    return "secrets"
+
+
+def guarded_tools() -> Any:
+    """clerk asks for delete_file /etc/passwd (g1: no_system_paths rejects it,
+    the body never runs) and read_file notes (g2: it runs, redact_secrets
+    replaces its result), then answers."""
+    tool_bodies_run.clear()
+    agent = Agent(name="clerk", tools=[delete_file, read_file], model=model(
+        step(function_call("delete_file", {"path": "/etc/passwd"}, call_id="g1"),
+             function_call("read_file", {"path": "notes"}, call_id="g2")),
+        step(assistant_message("could not do either")),
+    ))
+    return run(agent, run_config=RunConfig(workflow_name="files"))
+
+
+def tool_input_tripwire() -> Any:
+    tool_bodies_run.clear()
+    agent = Agent(name="clerk", tools=[wipe], model=model(
+        step(function_call("wipe", {"path": "/"}, call_id="x1")), step(assistant_message("never"))))
+    return run(agent, run_config=RunConfig(workflow_name="files"))
+
+
+def tool_output_tripwire() -> Any:
+    tool_bodies_run.clear()
+    agent = Agent(name="clerk", tools=[dump], model=model(
+        step(function_call("dump", {"path": "vault"}, call_id="x2")), step(assistant_message("never"))))
+    return run(agent, run_config=RunConfig(workflow_name="files"))
+
+
+# -- hosted tools and MCP servers ---------------------------------------------------------------
+
+
+def hosted_calls() -> list[Any]:
+    """A reply's provider-side tool calls, as the Responses API returns them."""
+    from openai.types.responses import ResponseFileSearchToolCall, ResponseFunctionWebSearch
+    from openai.types.responses.response_function_web_search import ActionSearch
+    from openai.types.responses.response_output_item import McpCall
+
+    return [
+        ResponseFunctionWebSearch(id="ws_1", type="web_search_call", status="completed",
+                                  action=ActionSearch(type="search", query="refund policy")),
+        ResponseFileSearchToolCall(id="fs_1", type="file_search_call", status="completed", queries=["refunds"]),
+        McpCall(id="mcp_1", type="mcp_call", server_label="docs", name="search_docs",
+                arguments='{"q": "refunds"}', output="30 days"),
+    ]
+
+
+HOSTED_MCP_SECRET = "Bearer not-for-traces"
+
+
+def hosted_tools() -> Any:
+    """researcher offers web search, file search, a hosted MCP server (whose
+    config carries a credential) and lookup_invoice; its first reply holds
+    three hosted calls (ws_1, fs_1, mcp_1, run by the provider) and a
+    function call (t1); then it answers."""
+    from agents import FileSearchTool, HostedMCPTool, WebSearchTool
+
+    docs = HostedMCPTool(tool_config={"type": "mcp", "server_label": "docs", "server_url": "https://docs.invalid/mcp",
+                                      "headers": {"Authorization": HOSTED_MCP_SECRET}, "require_approval": "never"})
+    agent = Agent(name="researcher", tools=[WebSearchTool(), FileSearchTool(vector_store_ids=["vs_1"]), docs,
+                                            lookup_invoice], model=model(
+        step(*hosted_calls(), function_call("lookup_invoice", {"number": "42"}, call_id="t1")),
+        step(assistant_message("Refunds within 30 days; invoice 42 is paid.")),
+    ))
+    return run(agent, "What is the refund policy?", run_config=RunConfig(workflow_name="research"))
+
+
+MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_notes_server.py")
+
+
+def mcp_server_tools() -> Any:
+    """scribe gets add_note from a real MCP server (tests/mcp_notes_server.py,
+    over stdio), calls it (n1), then answers."""
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    async def main() -> Any:
+        async with MCPServerStdio(params={"command": sys.executable, "args": [MCP_SERVER]}, name="notes",
+                                  client_session_timeout_seconds=TIMEOUT) as server:
+            agent = Agent(name="scribe", mcp_servers=[server], model=model(
+                step(function_call("add_note", {"text": "buy milk"}, call_id="n1")),
+                step(assistant_message("Noted.")),
+            ))
+            return await Runner.run(agent, "Remember milk.", run_config=RunConfig(workflow_name="notes"))
+
+    return asyncio.run(asyncio.wait_for(main(), TIMEOUT))

@@ -37,3 +37,29 @@ def test_each_run_of_a_session_reads_the_sessions_history(tmp_path):
     assert [m["content"] for m in first["messages"]] == ["I am Ada.", "Hello Ada."]
     assert [m["content"] for m in second["messages"]] == ["I am Ada.", "Hello Ada.", "Who am I?", "You are Ada."]
     assert [m["content"] for m in second["messages"] if m.get("trainable")] == ["You are Ada."]
+
+
+def test_hosted_calls_are_no_chat_messages_and_no_function_tools_of_the_row(tmp_path):
+    """The provider ran web_search, file_search and the docs MCP server's
+    search_docs inside researcher's first call: no tool turn answers them, so
+    they are not tool calls of the chat (they would dangle in a template), and
+    the row offers only the function tool the model can call, lookup_invoice.
+    Both calls' replies make one row: the second prompt extends the first."""
+    (row,) = _chat(tmp_path, apps.hosted_tools)
+    assert row["messages"] == [
+        {"role": "user", "content": "What is the refund policy?"},
+        {"role": "assistant", "content": "", "trainable": True, "weight": 1,
+         "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "lookup_invoice",
+                                                                      "arguments": {"number": "42"}}}]},
+        {"role": "tool", "content": "invoice 42: paid", "tool_call_id": "t1"},
+        {"role": "assistant", "content": "Refunds within 30 days; invoice 42 is paid.", "trainable": True, "weight": 1},
+    ]
+    assert [t["function"]["name"] for t in row["tools"]] == ["lookup_invoice"]
+
+
+def test_a_guardrails_message_is_the_tool_result_the_model_read(tmp_path):
+    """delete_file (g1) never ran and read_file's result (g2) was withheld:
+    the chat has what the model read, the guardrails' messages."""
+    (row,) = _chat(tmp_path, apps.guarded_tools)
+    tools = [(m["tool_call_id"], m["content"]) for m in row["messages"] if m["role"] == "tool"]
+    assert tools == [("g1", "refused: system path"), ("g2", "withheld: it held a secret")]

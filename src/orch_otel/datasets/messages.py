@@ -5,7 +5,8 @@ of strings, OpenAI-style messages, LangChain message dicts (``type``: human /
 ai / system / tool), GenAI-convention messages with ``parts``, AutoGen
 messages with ``source``, or Responses-API input items (the OpenAI Agents
 SDK's: ``message`` items with ``input_text`` / ``output_text`` parts,
-``function_call`` and ``function_call_output``). Every shape becomes a list of messages whose role is
+``function_call`` and ``function_call_output``; hosted tool calls, run by the
+model's provider inside the call, are left out, as reasoning is). Every shape becomes a list of messages whose role is
 one of system, user, assistant, tool and whose content is a string; assistant
 tool calls are kept in OpenAI form (``tool_calls``: ``{id, type, function:
 {name, arguments}}``, arguments as JSON text).
@@ -43,7 +44,14 @@ _TYPE_ROLES = {  # AutoGen / LangChain class-ish type names
 
 
 _TEXT_PARTS = ("text", "input_text", "output_text", None)
-_SKIPPED_ITEMS = ("reasoning",)  # Responses items that are no chat message
+# Responses items that are no chat message: reasoning, and the calls the model's provider ran
+# inside the model call (hosted tools). A hosted call has no tool turn of its own to answer it,
+# so as a tool call it would dangle in a chat template; the trace keeps it as a hosted tool call.
+_SKIPPED_ITEMS = frozenset({
+    "reasoning", "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+    "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "tool_search_call",
+    "tool_search_output",
+})
 
 
 def _json(value: Any) -> str:

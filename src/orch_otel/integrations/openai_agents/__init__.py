@@ -44,6 +44,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
+from ...vocabulary import StopReason, ToolOutcome
 from .._lazy import WhenImported
 from .._patch import Patches, recorder_for
 from .package import _instruments
@@ -79,8 +80,10 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         recorder = recorder_for(kwargs.get("tracer_provider"))
         patches = self._patches = Patches()
         tripwires = {
-            exceptions.InputGuardrailTripwireTriggered: "input_guardrail_tripwire",
-            exceptions.OutputGuardrailTripwireTriggered: "output_guardrail_tripwire",
+            exceptions.InputGuardrailTripwireTriggered: StopReason.INPUT_GUARDRAIL_TRIPWIRE.value,
+            exceptions.OutputGuardrailTripwireTriggered: StopReason.OUTPUT_GUARDRAIL_TRIPWIRE.value,
+            exceptions.ToolInputGuardrailTripwireTriggered: StopReason.TOOL_INPUT_GUARDRAIL_TRIPWIRE.value,
+            exceptions.ToolOutputGuardrailTripwireTriggered: StopReason.TOOL_OUTPUT_GUARDRAIL_TRIPWIRE.value,
         }
 
         def end(state: Any, error: BaseException | None, result: Any = None) -> None:
@@ -94,6 +97,8 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         patches.wrap(run_loop, "get_all_tools", _steps.offered_tools())
         patches.wrap(tool_execution._FunctionToolBatchExecutor, "_execute_single_tool_body", _steps.function_tool())
         patches.wrap(tool, "maybe_invoke_function_tool_failure_error_function", _steps.tool_failure())
+        patches.wrap(tool_execution, "_execute_tool_input_guardrails", _steps.tool_guardrails(ToolOutcome.REJECTED))
+        patches.wrap(tool_execution, "_execute_tool_output_guardrails", _steps.tool_guardrails(ToolOutcome.WITHHELD))
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..._invocation import ERROR
 from ...vocabulary import StopReason
+from ._hosted import record_calls as record_hosted_calls
 from ._state import RunState, model_name, plain, telemetry_failed
 
 
@@ -53,10 +54,12 @@ def llm_ended(state: RunState, response: Any) -> None:
                    for item in output if isinstance(item, dict) and item.get("type") == "function_call"
                    and isinstance(item.get("name"), str)}
     if llm is None:
+        record_hosted_calls(state, output, state.segment.context if state.segment is not None else state.parent)
         return
     usage = getattr(response, "usage", None)
     llm.set_response(output, input_tokens=getattr(usage, "input_tokens", None),
                      output_tokens=getattr(usage, "output_tokens", None))
+    record_hosted_calls(state, output, llm.context)  # they ran inside this call, at the provider
     llm.end()
 
 
