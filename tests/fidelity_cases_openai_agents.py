@@ -196,3 +196,13 @@ CASES += [
         ),
     ),
 ]
+CASES.append(Case(
+    framework="openai_agents",
+    run=apps.local_tools,
+    truth=Truth(
+        app="openai-agents local tools that are no functions: a shell command s1 and a custom tool shout c1",
+        instances={},
+        tool_calls=(("operator", "shell", "s1"), ("operator", "shout", "c1")),
+        stop=Stop("operator", "end"),
+    ),
+))

@@ -470,3 +470,41 @@ def mcp_server_tools() -> Any:
             return await Runner.run(agent, "Remember milk.", run_config=RunConfig(workflow_name="notes"))
 
     return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+# -- local tools that are no function tools -------------------------------------------------------
+
+
+def _run_shell(request: Any) -> str:
+    return "ran: " + " ".join(request.data.action.commands)
+
+
+async def _shout(context: Any, text: str) -> str:
+    return text.upper()
+
+
+SHELL_CALL = {"type": "shell_call", "id": "sh_1", "call_id": "s1", "status": "completed",
+              "action": {"commands": ["echo hi"]}}
+
+
+def local_tools() -> Any:
+    """operator runs a local shell command (s1, ShellTool with a local
+    executor) and a custom tool with raw text input (c1), then answers."""
+    from agents import CustomTool, ShellTool
+    from openai.types.responses import ResponseCustomToolCall
+
+    agent = Agent(name="operator", tools=[ShellTool(executor=_run_shell), CustomTool(
+        name="shout", description="Shout a text.", on_invoke_tool=_shout)], model=model(
+        step(SHELL_CALL, ResponseCustomToolCall(type="custom_tool_call", call_id="c1", name="shout", input="hello")),
+        step(assistant_message("done")),
+    ))
+    return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
+def local_tool_awaiting_approval() -> Any:
+    """operator's shell command s1 needs a human's approval: the run stops before it runs."""
+    from agents import ShellTool
+
+    agent = Agent(name="operator", tools=[ShellTool(executor=_run_shell, needs_approval=True)], model=model(
+        step(SHELL_CALL), step(assistant_message("done"))))
+    return run(agent, run_config=RunConfig(workflow_name="ops"))

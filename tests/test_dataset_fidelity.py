@@ -400,3 +400,10 @@ def test_openai_agents_tool_guardrails_views_are_faithful(tmp_path):
     case = _openai_agents_case("openai-agents tool guardrails")
     views = _views(tmp_path, instrumentor, case.run)
     assert view_errors(views, case.truth) == []
+
+
+def test_openai_agents_local_tools_views_are_faithful(tmp_path):
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents local tools")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []

@@ -150,3 +150,29 @@ def test_an_mcp_servers_tool_is_a_tool_call_naming_the_server_and_is_offered(cap
     offered = json.loads(conversion.contents[first["tools_ref"]])
     assert [t["function"]["name"] for t in offered] == ["add_note"]
     assert offered[0]["function"]["parameters"]["properties"]["text"]["type"] == "string"
+
+
+# -- local tools that are no function tools -------------------------------------------------------
+
+
+def test_a_shell_command_and_a_custom_tool_are_tool_calls_with_the_models_call_ids(captured):
+    with recording(capture=True):
+        assert apps.local_tools().final_output == "done"
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert sorted((e["agent"], e["tool"], e["call_id"], e.get("hosted")) for e in events_of(trace, "tool_call")) == [
+        ("operator", "shell", "s1", None), ("operator", "shout", "c1", None)]  # run by the app, not the provider
+    results = {e["call_id"]: (e["status"], json.loads(conversion.contents[e["content_ref"]]))
+               for e in events_of(trace, "tool_result")}
+    assert results["c1"] == ("ok", "HELLO")
+    assert results["s1"][0] == "ok" and "ran: echo hi" in json.dumps(results["s1"][1])
+    assert {s.attributes[Attr.TOOL_CALL_ID]: s.attributes[Attr.TOOL_TYPE] for s in _spans(captured, "execute_tool")} == {
+        "s1": "shell", "c1": "custom_tool"}
+
+
+def test_a_shell_command_awaiting_approval_did_not_run_and_is_no_tool_call(captured):
+    result = apps.local_tool_awaiting_approval()
+    assert [i.raw_item.call_id for i in result.interruptions] == ["s1"]
+    trace = _one_trace(captured)
+    assert events_of(trace, "tool_call") == []
+    assert _stops(trace) == [("ops", "interrupt", None, True)]

@@ -63,3 +63,15 @@ def test_a_guardrails_message_is_the_tool_result_the_model_read(tmp_path):
     (row,) = _chat(tmp_path, apps.guarded_tools)
     tools = [(m["tool_call_id"], m["content"]) for m in row["messages"] if m["role"] == "tool"]
     assert tools == [("g1", "refused: system path"), ("g2", "withheld: it held a secret")]
+
+
+def test_a_shell_command_and_a_custom_tool_are_tool_calls_answered_in_the_chat(tmp_path):
+    """The SDK's shell_call / custom_tool_call items and their outputs read as
+    the assistant's tool calls and the tool messages answering them."""
+    (row,) = _chat(tmp_path, apps.local_tools)
+    assert [m["role"] for m in row["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert row["messages"][1]["tool_calls"] == [
+        {"id": "s1", "type": "function", "function": {"name": "shell", "arguments": {"commands": ["echo hi"]}}},
+        {"id": "c1", "type": "function", "function": {"name": "shout", "arguments": "hello"}}]
+    assert sorted(m["tool_call_id"] for m in row["messages"] if m["role"] == "tool") == ["c1", "s1"]
+    assert {"role": "tool", "content": "HELLO", "tool_call_id": "c1"} in row["messages"]

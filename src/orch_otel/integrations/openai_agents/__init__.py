@@ -11,7 +11,12 @@ exactly one trace:
 - each model call (``chat {model}``) with that call's token usage and the
   exact input the model got (after handoff input filters),
 - function tools (``execute_tool {tool}`` with the model's call ids; parallel
-  calls overlap; a tool whose body raised is an error),
+  calls overlap; a tool whose body raised is an error; an MCP server's tools
+  name the server), local tools that are no functions (shell, computer,
+  apply_patch, custom tools), and hosted tools' calls (run by the provider:
+  inside the model call's span, marked hosted); a tool guardrail that rejects
+  a call or withholds a result is named on the tool call, and its tripwire is
+  the run's forced stop,
 - handoffs as a delegation by the handing-off agent, its enabled handoffs as
   the options, plus the ``transfer_to_*`` tool call with the model's call id,
 - agents as tools (and any run inside a tool or guardrail) as spawned
@@ -72,10 +77,11 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         # The SDK is imported only here: on its first import, after the dependency check.
         from agents import exceptions, run, run_state, tool
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
-        from agents.run_internal import run_loop, tool_execution, turn_resolution
+        from agents.run_internal import run_loop, tool_actions, tool_execution, turn_resolution
 
         from . import _runs, _steps
         from ._hooks import hooks_class
+        from ._local import local_tool
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
         patches = self._patches = Patches()
@@ -100,6 +106,9 @@ class OpenAIAgentsInstrumentor(BaseInstrumentor):
         patches.wrap(tool_execution, "_execute_tool_input_guardrails", _steps.tool_guardrails(ToolOutcome.REJECTED))
         patches.wrap(tool_execution, "_execute_tool_output_guardrails", _steps.tool_guardrails(ToolOutcome.WITHHELD))
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
+        for action in (tool_actions.ShellAction, tool_actions.LocalShellAction, tool_actions.ComputerAction,
+                       tool_actions.ApplyPatchAction, tool_actions.CustomToolAction):
+            patches.wrap(action, "execute", local_tool())
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
 
