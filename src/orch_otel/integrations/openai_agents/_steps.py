@@ -1,7 +1,9 @@
 """Steps of the SDK's run loop that run hooks do not show: the enabled
-handoffs of each turn, each function tool's execution (in the task that runs
-its body, so a nested run inside it is the caller's sub-agent), a tool that
-raised, a tool_use_behavior stop, and an error handler answering for a limit.
+handoffs and the tools of each turn, each function tool's execution (in the
+task that runs its body, so a nested run inside it is the caller's
+sub-agent), a tool that raised, a tool guardrail that rejected a call or
+withheld a result, a tool_use_behavior stop, and an error handler answering
+for a limit.
 
 Each wrapper calls the SDK's function unchanged and records after it (the
 tool's span is current around its body); nothing it records changes what the
@@ -135,9 +137,10 @@ def tool_guardrails(outcome: ToolOutcome) -> Any:
                 _guarded(outcome, guardrail)
             raise
         rejected = getattr(result, "is_rejection", False) if outcome == ToolOutcome.WITHHELD else result is not None
-        if rejected:
+        if rejected:  # the guardrail that rejected is the last one the SDK ran
             results = kwargs.get("tool_input_guardrail_results") or kwargs.get("tool_output_guardrail_results")
-            _guarded(outcome, getattr(results[-1], "guardrail", None) if results else None)
+            _guarded(outcome, getattr(results[-1], "guardrail", None) if isinstance(results, list) and results
+                     else None)
         return result
 
     return wrapper
@@ -149,7 +152,7 @@ def _guarded(outcome: ToolOutcome, guardrail: Any) -> None:
         return
     run.outcome = outcome.value
     try:
-        run.guardrail = str(guardrail.get_name())
+        run.guardrail = str(guardrail.get_name()) if guardrail is not None else None
     except Exception:
         telemetry_failed("tool guardrail name")
 
