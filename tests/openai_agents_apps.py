@@ -56,6 +56,18 @@ def run(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
     return asyncio.run(asyncio.wait_for(Runner.run(agent, text, **kwargs), TIMEOUT))
 
 
+def run_streamed(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
+    """``Runner.run_streamed``, its events consumed to the end."""
+
+    async def consume() -> Any:
+        result = Runner.run_streamed(agent, text, **kwargs)
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    return asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
+
+
 # -- handoffs -------------------------------------------------------------------------------
 
 
@@ -385,7 +397,7 @@ def dump(path: str) -> str:
     return "secrets"
 
 
-def guarded_tools() -> Any:
+def guarded_tools(streamed: bool = False) -> Any:
     """clerk asks for delete_file /etc/passwd (g1: no_system_paths rejects it,
     the body never runs) and read_file notes (g2: it runs, redact_secrets
     replaces its result), then answers."""
@@ -395,7 +407,7 @@ def guarded_tools() -> Any:
              function_call("read_file", {"path": "notes"}, call_id="g2")),
         step(assistant_message("could not do either")),
     ))
-    return run(agent, run_config=RunConfig(workflow_name="files"))
+    return (run_streamed if streamed else run)(agent, run_config=RunConfig(workflow_name="files"))
 
 
 def tool_input_tripwire() -> Any:

@@ -44,8 +44,9 @@ def _spans(captured, operation: str) -> list:
 # -- tool guardrails ------------------------------------------------------------------------------
 
 
-def test_a_rejected_tool_call_did_not_run_and_a_withheld_result_names_its_guardrail(captured):
-    assert apps.guarded_tools().final_output == "could not do either"
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_rejected_tool_call_did_not_run_and_a_withheld_result_names_its_guardrail(captured, streamed):
+    assert apps.guarded_tools(streamed).final_output == "could not do either"
     assert apps.tool_bodies_run == ["read_file notes"]  # delete_file's body never ran
     trace = _one_trace(captured)
     # Both are the model's calls (tool_call events); neither tool failed: a guardrail stopped each.
