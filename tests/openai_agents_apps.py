@@ -29,6 +29,7 @@ from agents import (
     tool_input_guardrail,
     tool_output_guardrail,
 )
+from agents.computer import Computer
 from agents.run_error_handlers import RunErrorHandlerResult
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
@@ -520,3 +521,52 @@ def local_tool_awaiting_approval() -> Any:
     agent = Agent(name="operator", tools=[ShellTool(executor=_run_shell, needs_approval=True)], model=model(
         step(SHELL_CALL), step(assistant_message("done"))))
     return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
+class Screen(Computer):
+    """The app's computer for ComputerTool: a screen that notes what it was asked to do."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+    def screenshot(self) -> str:
+        return "iVBORw0KGgo="  # a PNG's first bytes: the SDK wraps them in a data URL
+
+    def click(self, x: int, y: int, button: str) -> None:
+        self.done.append(f"click {x},{y} {button}")
+
+    def double_click(self, x: int, y: int) -> None:
+        self.done.append(f"double_click {x},{y}")
+
+    def scroll(self, x: int, y: int, scroll_x: int, scroll_y: int) -> None:
+        self.done.append("scroll")
+
+    def type(self, text: str) -> None:
+        self.done.append(f"type {text}")
+
+    def wait(self) -> None:
+        self.done.append("wait")
+
+    def move(self, x: int, y: int) -> None:
+        self.done.append("move")
+
+    def keypress(self, keys: list[str]) -> None:
+        self.done.append("keypress")
+
+    def drag(self, path: list[tuple[int, int]]) -> None:
+        self.done.append("drag")
+
+
+def computer_use() -> tuple[Any, list[str]]:
+    """pilot clicks at (10, 20) on the app's computer (k1), then answers."""
+    from agents import ComputerTool
+    from openai.types.responses import ResponseComputerToolCall
+    from openai.types.responses.response_computer_tool_call import ActionClick
+
+    screen = Screen()
+    click = ResponseComputerToolCall(id="cu_1", call_id="k1", type="computer_call", status="completed",
+                                     pending_safety_checks=[], action=ActionClick(type="click", x=10, y=20,
+                                                                                  button="left"))
+    agent = Agent(name="pilot", tools=[ComputerTool(computer=screen)], model=model(
+        step(click), step(assistant_message("clicked"))))
+    return run(agent, run_config=RunConfig(workflow_name="desktop")), screen.done

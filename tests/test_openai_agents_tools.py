@@ -177,3 +177,12 @@ def test_a_shell_command_awaiting_approval_did_not_run_and_is_no_tool_call(captu
     trace = _one_trace(captured)
     assert events_of(trace, "tool_call") == []
     assert _stops(trace) == [("ops", "interrupt", None, True)]
+
+
+def test_a_computer_action_on_the_apps_computer_is_a_tool_call(captured):
+    result, done = apps.computer_use()
+    assert result.final_output == "clicked" and done == ["click 10,20 left"]
+    trace = _one_trace(captured)
+    assert [(e["agent"], e["tool"], e["call_id"]) for e in events_of(trace, "tool_call")] == [
+        ("pilot", "computer", "k1")]
+    assert [e["status"] for e in events_of(trace, "tool_result")] == ["ok"]
