@@ -446,6 +446,19 @@ def hosted_calls() -> list[Any]:
 HOSTED_MCP_SECRET = "Bearer not-for-traces"
 
 
+def failed_web_search() -> Any:
+    """The provider's web search ws_9 failed; the model answered anyway."""
+    from agents import WebSearchTool
+    from openai.types.responses import ResponseFunctionWebSearch
+    from openai.types.responses.response_function_web_search import ActionSearch
+
+    search = ResponseFunctionWebSearch(id="ws_9", type="web_search_call", status="failed",
+                                       action=ActionSearch(type="search", query="weather"))
+    agent = Agent(name="researcher", tools=[WebSearchTool()], model=model(
+        step(search, assistant_message("I could not search."))))
+    return run(agent, run_config=RunConfig(workflow_name="research"))
+
+
 def hosted_tools() -> Any:
     """researcher offers web search, file search, a hosted MCP server (whose
     config carries a credential) and lookup_invoice; its first reply holds

@@ -107,6 +107,13 @@ def test_hosted_calls_are_tool_calls_the_provider_ran_inside_the_model_call(capt
         assert parent.attributes[Attr.OPERATION] == ("chat" if hosted else "invoke_agent")
 
 
+def test_a_hosted_call_the_provider_says_failed_is_a_failed_tool_call(captured):
+    assert apps.failed_web_search().final_output == "I could not search."
+    trace = _one_trace(captured)
+    assert _results(trace) == {"ws_9": ("web_search", "error", "error", None)}
+    assert _stops(trace) == [("researcher", "end", None, False), ("research", "end", None, False)]
+
+
 def test_an_agent_offers_its_hosted_tools_by_type_and_name_never_their_configuration(captured):
     with recording(capture=True):
         apps.hosted_tools()
