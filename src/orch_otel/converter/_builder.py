@@ -209,11 +209,14 @@ class _Builder:
         attrs = span.attributes
         tool = str(attrs.get(Attr.TOOL_NAME) or span.name)
         call_id = _text(attrs.get(Attr.TOOL_CALL_ID))
-        call = {"id": None, "t": None, "type": _E_TOOL_CALL, "agent": actor, "tool": tool}
+        call: dict[str, Any] = {"id": None, "t": None, "type": _E_TOOL_CALL, "agent": actor, "tool": tool}
         if role is not None:
             call["role"] = role
         if call_id is not None:
             call["call_id"] = call_id
+        if attrs.get(Attr.TOOL_HOSTED) is True:  # the model's provider ran it, inside the model call
+            call["hosted"] = True
+        _put_text(call, "server", attrs.get(Attr.TOOL_SERVER))
         _put_text(call, "content_ref", attrs.get(Attr.INPUT_REF))
         self._add(span.start_ns, span, call, scope)
         result = {"id": None, "t": None, "type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
@@ -221,6 +224,7 @@ class _Builder:
             result["call_id"] = call_id
         _put_text(result, "content_ref", attrs.get(Attr.OUTPUT_REF))
         _put_text(result, "outcome", attrs.get(Attr.OUTCOME))
+        _put_text(result, "guardrail", attrs.get(Attr.GUARDRAIL))
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:

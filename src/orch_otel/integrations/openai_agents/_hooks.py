@@ -14,6 +14,8 @@ from typing import Any
 
 from ..._invocation import ERROR
 from ...vocabulary import StopReason
+from ._hosted import record_calls as record_hosted_calls
+from ._local import started as local_tool_started
 from ._state import RunState, model_name, plain, telemetry_failed
 
 
@@ -56,10 +58,12 @@ def llm_ended(state: RunState, response: Any) -> None:
                    for item in output if isinstance(item, dict) and item.get("type") == "function_call"
                    and isinstance(item.get("name"), str)}
     if llm is None:
+        record_hosted_calls(state, output, state.segment.context if state.segment is not None else state.parent)
         return
     usage = getattr(response, "usage", None)
     llm.set_response(output, input_tokens=getattr(usage, "input_tokens", None),
                      output_tokens=getattr(usage, "output_tokens", None))
+    record_hosted_calls(state, output, llm.context)  # they ran inside this call, at the provider
     llm.end()
 
 
@@ -148,7 +152,7 @@ def _record(what: str, fn: Any, *args: Any) -> None:
 def hooks_class(run_hooks: type) -> type:
     """A ``RunHooks`` subclass that records into a run's state and forwards
     every callback to the app's hooks. Callbacks orch-otel does not use
-    (tool start and end, and any a later SDK adds) are forwarded as they are."""
+    (tool end, and any a later SDK adds) are forwarded as they are."""
 
     class OrchOtelRunHooks(run_hooks):
         def __init__(self, state: RunState, user: Any) -> None:
@@ -174,6 +178,11 @@ def hooks_class(run_hooks: type) -> type:
             _record("handoff", handed_off, self._orch_otel_state, to_agent)
             if self._orch_otel_user is not None:
                 await self._orch_otel_user.on_handoff(context=context, from_agent=from_agent, to_agent=to_agent)
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            _record("tool start", local_tool_started, tool)
+            if self._orch_otel_user is not None:
+                await self._orch_otel_user.on_tool_start(context, agent, tool)
 
         async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
             _record("agent end", agent_ended, self._orch_otel_state)

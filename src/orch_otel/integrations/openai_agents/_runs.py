@@ -225,8 +225,11 @@ def _stop(state: RunState, error: BaseException | None, limit_errors: tuple[type
 
 
 def _guardrail_name(error: BaseException) -> str | None:
+    """The guardrail a tripwire names: an agent's (``guardrail_result``) or a tool's (``guardrail``)."""
+    result = getattr(error, "guardrail_result", None)
+    guardrail = getattr(result, "guardrail", None) or getattr(error, "guardrail", None)
     try:
-        return str(error.guardrail_result.guardrail.get_name())  # type: ignore[attr-defined]
+        return str(guardrail.get_name())  # type: ignore[union-attr]
     except Exception:
         return None
 
