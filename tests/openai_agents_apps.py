@@ -99,20 +99,8 @@ def support(**kwargs: Any) -> Callable[[], Any]:
     return lambda: run(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"), **kwargs)
 
 
-def run_streamed(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
-    """``Runner.run_streamed``, its events consumed to the end; the final output."""
-
-    async def consume() -> Any:
-        result = Runner.run_streamed(agent, text, **kwargs)
-        async for _ in result.stream_events():
-            pass
-        return result.final_output
-
-    return asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
-
-
 def support_streamed() -> Any:
-    return run_streamed(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support"))
+    return run_streamed(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support")).final_output
 
 
 # -- tools ----------------------------------------------------------------------------------
@@ -381,7 +369,7 @@ def routed() -> Any:
 
 
 def routed_streamed() -> Any:
-    return run_streamed(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))
+    return run_streamed(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk")).final_output
 
 
 # -- human in the loop ---------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_a_streamed_responses_call_records_the_model_its_completed_event_names(c
         client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         agent = Agent(name="clerk", tools=[apps.lookup_invoice],
                       model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
-        assert apps.run_streamed(agent, "Is invoice 42 paid?") == "paid"
+        assert apps.run_streamed(agent, "Is invoice 42 paid?").final_output == "paid"
     assert [r["stream"] for r in server.requests] == [True, True]
     calls = [s for s in captured.spans if s.attributes.get(Attr.OPERATION) == "chat"]
     assert [s.attributes.get(Attr.RESPONSE_MODEL) for s in calls] == [SERVED_MODEL, SERVED_MODEL]
@@ -59,7 +59,7 @@ def test_a_streamed_chat_completions_call_does_not_take_the_requested_name_for_t
     with OpenAIServer([Reply("paid")]) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         agent = Agent(name="clerk", model=OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client))
-        assert apps.run_streamed(agent, "Is invoice 42 paid?") == "paid"
+        assert apps.run_streamed(agent, "Is invoice 42 paid?").final_output == "paid"
     (call,) = [s for s in captured.spans if s.attributes.get(Attr.OPERATION) == "chat"]
     assert call.attributes[Attr.REQUEST_MODEL] == "gpt-4o" and Attr.RESPONSE_MODEL not in call.attributes
 
