@@ -259,3 +259,14 @@ def test_a_task_block_names_the_workflows_inside_it_and_no_other(captured, caplo
     assert after["task_id"] == after["trace_id"] and empty["task_id"] == empty["trace_id"]
     assert inside["system"] == "custom" and len(captured.spans) == 4  # task() makes no span
     assert "task() needs a non-empty task id" in caplog.text
+
+
+def test_a_human_intervention_names_the_calls_the_human_approved_and_rejected(captured):
+    """An app with its own approval step records which tool calls a human let run."""
+    with orch_otel.workflow("refunds"):
+        with orch_otel.agent("cashier"):
+            orch_otel.human_intervention(approved=["a1"], rejected=["a2"])
+    (trace,) = captured.traces()
+    (intervention,) = events_of(check_trace(trace), "human_intervention")
+    assert (intervention["from"], intervention["to"]) == ("human", "cashier")
+    assert (intervention["approved"], intervention["rejected"]) == (["a1"], ["a2"])

@@ -435,10 +435,13 @@ def stop(reason: str = StopReason.END, *, content: Any = None, source: str | Non
 
 @guarded
 def human_intervention(content: Any = None, *, resume_of: str | None = None,
-                       recipients: str | Iterable[str] | None = None) -> None:
+                       recipients: str | Iterable[str] | None = None, approved: Iterable[str] | None = None,
+                       rejected: Iterable[str] | None = None) -> None:
     """Record a human's input into the run (``resume_of``: the interrupted trace it
-    resumes; ``recipients``: the agents it reaches, default the current one)."""
-    get_recorder().human_intervention(content, resume_of=resume_of, recipients=recipients)
+    resumes; ``recipients``: the agents it reaches, default the current one;
+    ``approved`` / ``rejected``: the tool call ids the human approved or rejected)."""
+    get_recorder().human_intervention(content, resume_of=resume_of, recipients=recipients,
+                                      approved=approved, rejected=rejected)
 
 
 @guarded
