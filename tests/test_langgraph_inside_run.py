@@ -192,3 +192,24 @@ def test_outside_any_run_and_inside_task_the_graph_keeps_its_own_root(captured, 
     assert pairs(trace, "spawn") == SUPERVISOR_SPAWNS
     assert [(d["agent"], d["reason"]) for d in decisions_of(trace, "stop")] == [
         ("supervisor", "end"), ("supervision", "end")]
+
+
+@orch_otel.workflow("review", task_id="ticket-36")
+def review_desk(text: str, answer: str) -> str:
+    app = apps.build_interrupt()  # a fresh checkpointer per call: the replay's run starts from nothing too
+    config = {"configurable": {"thread_id": "thread-45"}}
+    app.invoke(apps.user_input(text), config)
+    return app.invoke(Command(resume=answer), config)["messages"][-1].content
+
+
+def test_an_interrupt_and_its_resume_inside_a_workflow_function_replay_with_every_call_served(captured, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        assert review_desk("write a post", "yes") == "reviewer says yes"
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert [e["to"] for e in events_of(trace, "human_intervention")] == ["publishing"]
+    monkeypatch.setattr(apps, "FakeToolCallingModel", RaisingModel)
+    result = replay(trace, review_desk, contents=conversion.contents)
+    assert result.equal, result.divergence.describe()
+    assert (result.served, result.live, result.app_errors) == (1, 0, [None])  # draft's one model call
