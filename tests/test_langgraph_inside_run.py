@@ -1,6 +1,7 @@
 """A LangGraph graph run inside a run the app records itself
 (``orch_otel.workflow(...)``, a ``@workflow`` function): one trace under the
-app's root, the graph an agent that run spawned; inside ``orch_otel.task()``
+app's root, the graph an agent that run spawned (an AutoGen agent's tool
+that runs a graph too); inside ``orch_otel.task()``
 the graph keeps its own root. Expected trees and events are written from the
 apps' code (tests/langgraph_apps.py)."""
 
@@ -17,12 +18,13 @@ from langgraph.types import Command
 import orch_otel
 from orch_otel import Attr
 from orch_otel.content import ContentPolicy
+from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.langgraph import LangGraphInstrumentor
 from orch_otel.integrations.langgraph.testing import FakeToolCallingModel
 from orch_otel.recorder import get_recorder
 from orch_otel.replaying import replay
 
-instrumented = instrumentor_fixture(LangGraphInstrumentor)
+instrumented = instrumentor_fixture(LangGraphInstrumentor, AutoGenInstrumentor)
 
 
 def one_trace(captured) -> dict:
@@ -90,6 +92,30 @@ def test_a_graph_inside_an_apps_agent_is_spawned_by_that_agent(captured):
         ("invoke_workflow desk", [("invoke_agent triage", [("invoke_agent supervision", supervisor_agents())])])]
     # triage is the app's own agent (not marked spawned); the graph is the one it spawned
     assert pairs(one_trace(captured), "spawn") == [("triage", "supervision"), *SUPERVISOR_SPAWNS]
+
+
+async def test_a_graph_an_autogen_agents_tool_runs_is_spawned_by_that_agent(captured):
+    from autogen_agentchat.agents import AssistantAgent
+
+    from orch_otel.integrations.autogen.testing import replay as replay_client
+    from orch_otel.integrations.autogen.testing import tool_call as autogen_tool_call
+
+    async def ask_experts(question: str) -> str:
+        """Ask the supervisor's experts."""
+        out = await apps.build_supervisor().ainvoke(apps.user_input(question))
+        return out["messages"][-1].content
+
+    # desk's model asks for ask_experts (no reflection: the tool's result is desk's answer); the tool runs the graph
+    desk = AssistantAgent("desk", tools=[ask_experts], model_client=replay_client(
+        autogen_tool_call("ask_experts", {"question": "what is 1+2?"}, "call_desk")))
+    await desk.run(task="go")
+    assert span_tree(captured.spans) == [("invoke_agent desk", [
+        ("chat ReplayChatCompletionClient", []),
+        ("execute_tool ask_experts", [("invoke_agent supervision", supervisor_agents())]),
+    ])]
+    trace = one_trace(captured)
+    assert trace["system"] == "autogen"
+    assert pairs(trace, "spawn") == [("desk", "supervision"), *SUPERVISOR_SPAWNS]
 
 
 @orch_otel.workflow("support", task_id="ticket-31")
