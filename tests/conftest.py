@@ -58,6 +58,18 @@ def decisions_of(trace: dict, decision: str) -> list[dict]:
     return [e for e in trace["events"] if e.get("decision") == decision]
 
 
+def span_tree(spans) -> list[tuple]:
+    """The spans as ``(name, [children])`` from the roots down, children in start order."""
+    children: dict = {}
+    for span in sorted(spans, key=lambda s: s.start_ns):
+        children.setdefault(span.parent_id, []).append(span)
+
+    def node(span) -> tuple:
+        return span.name, [node(child) for child in children.get(span.span_id, [])]
+
+    return [node(root) for root in children.get(None, [])]
+
+
 def instrumentor_fixture(*instrumentor_classes):
     """A module-scoped autouse fixture: instrument with each of
     ``instrumentor_classes`` for the module's tests, uninstrument after. Use as

@@ -21,7 +21,9 @@ Conventions of these truths, from LangGraph's semantics:
   by the graph's own name, spawned by the agent that called the tool (its
   spawn decision: the model asked for that call) or by the entrypoint for a
   task, one instance per call;
-- a ``Send`` fan-out is the spawn decision of the node that sent it.
+- a ``Send`` fan-out is the spawn decision of the node that sent it;
+- a top-level graph run inside a run the app records (``orch_otel.workflow``)
+  is an agent named by the graph's name, spawned by that run's agent.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import langgraph_shapes as shapes
 from fidelity import Aggregate, Case, Delegation, Spawn, Stop, Truth
 from langchain_core.messages import HumanMessage
 from langgraph.errors import GraphRecursionError
+
+import orch_otel
 
 
 def _supervisor() -> None:
@@ -85,6 +89,17 @@ def _agent_pipeline() -> None:
 
 
 SUPERVISOR_WORKERS = frozenset({"math_expert", "research_expert"})
+# build_supervisor's run: supervisor -> math_expert (add) -> supervisor -> research_expert (lookup) -> supervisor
+SUPERVISOR_DELEGATIONS = (
+    Delegation("supervisor", "math_expert", SUPERVISOR_WORKERS),
+    Delegation("supervisor", "research_expert", SUPERVISOR_WORKERS),
+)
+SUPERVISOR_TOOL_CALLS = (
+    ("supervisor", "transfer_to_math_expert", "call_to_math"),
+    ("math_expert", "add", "call_add"),
+    ("supervisor", "transfer_to_research_expert", "call_to_research"),
+    ("research_expert", "lookup", "call_lookup"),
+)
 
 CASES: list[Case] = [
     Case(
@@ -93,16 +108,8 @@ CASES: list[Case] = [
         truth=Truth(
             app="langgraph-supervisor: supervisor -> math_expert -> supervisor -> research_expert -> supervisor ends",
             instances={"supervisor": 3, "math_expert": 1, "research_expert": 1},
-            delegations=(
-                Delegation("supervisor", "math_expert", SUPERVISOR_WORKERS),
-                Delegation("supervisor", "research_expert", SUPERVISOR_WORKERS),
-            ),
-            tool_calls=(
-                ("supervisor", "transfer_to_math_expert", "call_to_math"),
-                ("math_expert", "add", "call_add"),
-                ("supervisor", "transfer_to_research_expert", "call_to_research"),
-                ("research_expert", "lookup", "call_lookup"),
-            ),
+            delegations=SUPERVISOR_DELEGATIONS,
+            tool_calls=SUPERVISOR_TOOL_CALLS,
             # its last turn answers with no handoff: the supervisor itself ends the run
             stop=Stop("supervisor", reason="", forced=False),
             topology="centralized",
@@ -270,6 +277,11 @@ def _supervisor_math_only() -> None:
     shapes.build_supervisor(math_only=True).invoke(apps.user_input("what is 1+2?"))
 
 
+def _inside_workflow() -> None:
+    with orch_otel.workflow("support", task_id="ticket-40"):
+        apps.build_supervisor().invoke(apps.user_input("what is 1+2?"))
+
+
 # the shapes the LangGraph and LangChain docs teach (issue 32)
 DOCS_SHAPES: list[Case] = [
     Case(
@@ -371,16 +383,8 @@ DOCS_SHAPES: list[Case] = [
         truth=Truth(
             app="langgraph-supervisor whose models' bind_tools return the model itself: as the standard supervisor",
             instances={"supervisor": 3, "math_expert": 1, "research_expert": 1},
-            delegations=(
-                Delegation("supervisor", "math_expert", SUPERVISOR_WORKERS),
-                Delegation("supervisor", "research_expert", SUPERVISOR_WORKERS),
-            ),
-            tool_calls=(
-                ("supervisor", "transfer_to_math_expert", "call_to_math"),
-                ("math_expert", "add", "call_add"),
-                ("supervisor", "transfer_to_research_expert", "call_to_research"),
-                ("research_expert", "lookup", "call_lookup"),
-            ),
+            delegations=SUPERVISOR_DELEGATIONS,
+            tool_calls=SUPERVISOR_TOOL_CALLS,
             stop=Stop("supervisor", reason="end"),
             topology="centralized",
         ),
@@ -396,6 +400,24 @@ DOCS_SHAPES: list[Case] = [
             stop=Stop("supervisor", reason="end"),
             topology="centralized",
             tools_given={"supervisor": frozenset({"transfer_to_math_expert", "transfer_to_research_expert"})},
+        ),
+    ),
+    Case(
+        framework="langgraph",
+        run=_inside_workflow,
+        truth=Truth(
+            app="langgraph-supervisor inside the app's orch_otel.workflow('support'): the app's run spawns the graph",
+            # the graph is one agent of the app's run; the supervisor and its workers are the graph's
+            instances={"supervision": 1, "supervisor": 3, "math_expert": 1, "research_expert": 1},
+            spawned_by={"supervision": "support", "supervisor": "supervision", "math_expert": "supervision",
+                        "research_expert": "supervision"},
+            delegations=SUPERVISOR_DELEGATIONS,
+            tool_calls=SUPERVISOR_TOOL_CALLS,
+            stop=Stop("supervisor", reason="end"),  # its answer ends the graph; the app's block then ends its run
+            # the app's workflow only wraps the graph (no model, no decision of its own): not a level
+            topology="centralized",
+            task_id="ticket-40",
+            system="custom",
         ),
     ),
 ]

@@ -13,7 +13,7 @@ import autogen_apps as apps
 import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
-from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
+from conftest import check_trace, decisions_of, events_of, instrumentor_fixture, span_tree
 
 import orch_otel
 from orch_otel.integrations.autogen import AutoGenInstrumentor
@@ -89,18 +89,6 @@ def test_a_task_named_around_a_team_run_keeps_one_autogen_root_and_replays(captu
     assert [s.name for s in roots] == ["invoke_workflow weather_team"]
     result = replay(trace, apps.weather_round_robin(), contents=conversion.contents)
     assert result.equal, result.divergence.describe()
-
-
-def span_tree(spans) -> list[tuple]:
-    """The spans as ``(name, [children])`` from the roots down, children in start order."""
-    children: dict = {}
-    for span in sorted(spans, key=lambda s: s.start_ns):
-        children.setdefault(span.parent_id, []).append(span)
-
-    def node(span) -> tuple:
-        return span.name, [node(child) for child in children.get(span.span_id, [])]
-
-    return [node(root) for root in children.get(None, [])]
 
 
 def test_a_team_run_inside_the_apps_workflow_is_one_trace_under_its_root(captured):

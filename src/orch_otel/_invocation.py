@@ -285,11 +285,12 @@ def _start(invocation: Invocation) -> None:
     invocation.start()
 
 
-def in_run() -> bool:
+def in_run(context: otel_context.Context | None = None) -> bool:
     """True inside an orch-otel run: a span orch-otel started (a workflow, an
-    agent, a tool; an app's own or a framework's) is current and recording.
-    A framework run started here is part of that run, not a run of its own."""
-    return otel_context.get_value(RUN_KEY) is not None and trace.get_current_span().is_recording()
+    agent, a tool; an app's own or a framework's) is current and recording,
+    in ``context`` (default: the current one). A framework run started there
+    is part of that run, not a run of its own."""
+    return otel_context.get_value(RUN_KEY, context) is not None and trace.get_current_span(context).is_recording()
 
 
 def current_agent() -> str | None:

@@ -1,5 +1,5 @@
 """Cheap extractors for LangChain callback payloads: model names, token usage,
-tool call ids and a light form of chat messages.
+tool call ids, a light form of chat messages and of a run's input.
 
 Each extractor reads a few attributes and never serialises a whole object (no
 ``model_dump``, no graph state), so its cost does not grow with the state.
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from langgraph.types import Command
 
 
 def message_view(message: Any) -> dict[str, Any]:
@@ -116,3 +118,19 @@ def goto_targets(goto: Any) -> tuple[list[str], int]:
                     names.append(node)
                     sends += 1
     return names, sends
+
+
+def run_input_view(inputs: Any, thread_id: str | None) -> dict[str, Any] | None:
+    """A run's input as a replay feeds it again: the graph input or the
+    ``Command`` it was resumed with, and the thread it ran on."""
+    if inputs is None:
+        return None
+    view: dict[str, Any] = {}
+    if isinstance(inputs, Command):
+        view["command"] = {k: v for k, v in (("resume", inputs.resume), ("update", inputs.update),
+                                              ("goto", inputs.goto or None)) if v is not None}
+    else:
+        view["input"] = inputs
+    if thread_id is not None:
+        view["thread_id"] = thread_id
+    return view

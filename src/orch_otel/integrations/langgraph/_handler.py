@@ -28,14 +28,16 @@ from langgraph.errors import (
 )
 from langgraph.types import Command
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
 from ..._faults import log_fault
-from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK
+from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK, in_run
 from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
 from . import _graphs as gr
 from ._calls import CallsMixin, context_of, outcome_of, private_run
+from ._extract import run_input_view
 from ._routes import RoutesMixin, node_spec
 from ._runs import (
     CALLS_LLM,
@@ -47,7 +49,9 @@ from ._runs import (
     NODE,
     REACT_MODEL_STEPS,
     ROUTER,
+    RUN_ROOTS,
     SEND,
+    SPAWNED,
     SUBGRAPH,
     SYSTEM,
     TOOL,
@@ -126,7 +130,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 run.kind = ROUTER
             elif run.name in REACT_MODEL_STEPS and parent.name == "agent" and parent.parent is not None:
                 parent.parent.prebuilt = True  # langgraph.prebuilt.create_react_agent's model step
-                if parent.parent.inv is not None and parent.parent.why == SUBGRAPH:
+                if parent.parent.inv is not None and parent.parent.why in (SUBGRAPH, SPAWNED):
                     parent.parent.inv.set(Attr.AGENT_ROLE, "agent")
 
     def _node_start(self, run: Run, graph: Run, md: dict[str, Any]) -> None:
@@ -201,7 +205,11 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             run.prebuilt = True
         scope = outer.scope() if outer is not None else None
         if scope is None:
-            self._start_workflow(run)
+            ambient = run.ambient if run.ambient is not None else run.root.ambient
+            if in_run(ambient):  # the app's run (or another framework's) runs the graph: a sub-agent it spawned
+                self._start_spawned(run, ambient)
+            else:
+                self._start_workflow(run)
             return
         node = run.enclosing_node()
         if scope is node and node is not None and node.why == SEND and not node.absorbed:
@@ -224,19 +232,45 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         if node is not None and node.agent_name is None and call is None:
             node.agent_name = name
 
+    def _resumed(self, run: Run) -> SpanContext | None:
+        """The root span of the interrupted run this run resumes, if known."""
+        if run.resume is NO_RESUME or run.thread_id is None:
+            return None
+        return self._interrupted.pop(run.thread_id, None)
+
+    def _start_spawned(self, run: Run, ambient: Any) -> None:
+        """A top-level graph inside the app's run: an agent that run's current
+        agent spawned, named after the graph; the app's root stays the trace's
+        root (its task id, its system, its replay input)."""
+        recorder = self.recorder
+        span = trace.get_current_span(ambient)
+        recorder.spawn(run.name, span=span)
+        run.inv = recorder.agent(
+            run.name, role="agent" if run.prebuilt else "team", spawned=True, system=SYSTEM,
+        ).start(attach=False, parent=ambient)
+        run.root.inputs = None
+        run.why = SPAWNED
+        run.agent_name = run.name
+        if run.resume is not NO_RESUME:
+            previous = self._resumed(run)
+            # an interrupt in this same trace is not another run to chain a replay to
+            resume_of = None
+            if previous is not None and previous.trace_id != span.get_span_context().trace_id:
+                resume_of = format(previous.trace_id, "032x")
+            recorder.human_intervention(run.resume, resume_of=resume_of, span=run.inv.span)
+
     def _start_workflow(self, run: Run) -> None:
         recorder = self.recorder
         thread_id = run.thread_id
         links = None
         resume_of = None
-        if run.resume is not NO_RESUME and thread_id is not None:
-            previous = self._interrupted.pop(thread_id, None)
-            if previous is not None:
-                links = [Link(previous, {"orch.link": "resume_of"})]
-                resume_of = format(previous.trace_id, "032x")
+        previous = self._resumed(run)
+        if previous is not None:
+            links = [Link(previous, {"orch.link": "resume_of"})]
+            resume_of = format(previous.trace_id, "032x")
         run.inv = recorder.workflow(
             run.name, task_id=run.task_id or thread_id, conversation_id=thread_id, system=SYSTEM,
-            topology=run.topology, links=links, input=_run_input(run.root.inputs, thread_id),
+            topology=run.topology, links=links, input=run_input_view(run.root.inputs, thread_id),
         ).start(attach=False, parent=run.ambient if run.ambient is not None else run.root.ambient)
         run.root.inputs = None
         run.why = WORKFLOW
@@ -272,7 +306,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
                 self._node_end(run)
             elif kind == GRAPH and run.inv is not None:
                 self._end_loops(run)
-                if run.parent is None or run.why == WORKFLOW:
+                if run.parent is None or run.why in RUN_ROOTS:
                     self._end_root(run, OK)
                 else:
                     if run.why == SUBGRAPH:
@@ -305,7 +339,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             if run.kind == NODE:
                 self._node_end(run, outcome, error)
             elif run.inv is not None:
-                if run.why == WORKFLOW:
+                if run.why in RUN_ROOTS:
                     self._end_root(run, outcome, error)
                 else:
                     run.inv.end(outcome=outcome, error=error if outcome == ERROR else None)
@@ -359,18 +393,3 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         if scope is not None:
             otel_context.attach(scope.inv.context)  # type: ignore[union-attr,arg-type]  # private copy: never detached
 
-
-def _run_input(inputs: Any, thread_id: str | None) -> dict[str, Any] | None:
-    """A run's input as a replay feeds it again: the graph input or the
-    ``Command`` it was resumed with, and the thread it ran on."""
-    if inputs is None:
-        return None
-    view: dict[str, Any] = {}
-    if isinstance(inputs, Command):
-        view["command"] = {k: v for k, v in (("resume", inputs.resume), ("update", inputs.update),
-                                              ("goto", inputs.goto or None)) if v is not None}
-    else:
-        view["input"] = inputs
-    if thread_id is not None:
-        view["thread_id"] = thread_id
-    return view

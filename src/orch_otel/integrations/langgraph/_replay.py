@@ -60,7 +60,7 @@ def install(patches: Patches) -> None:
 
 
 async def run(app: Any, run_input: Any) -> Any:
-    """Run ``app`` once on a recorded run input (``_handler._run_input``'s form)."""
+    """Run ``app`` once on a recorded run input (``_extract.run_input_view``'s form)."""
     return await app.ainvoke(*_arguments(run_input))
 
 

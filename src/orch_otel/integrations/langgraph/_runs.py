@@ -29,7 +29,9 @@ OTHER, GRAPH, NODE, ROUTER, TOOL, LLM = range(6)
 
 # Why a node or graph run owns an agent span. TOOLS: a tool node that runs the
 # tool calls of the agent node that routed to it holds that agent's span.
-SEND, SUBGRAPH, CALLS_LLM, WORKFLOW, TOOLS = "send", "subgraph", "llm", "workflow", "tools"
+# SPAWNED: a top-level graph run inside a run the app (or another framework) records.
+SEND, SUBGRAPH, CALLS_LLM, WORKFLOW, TOOLS, SPAWNED = "send", "subgraph", "llm", "workflow", "tools", "spawned"
+RUN_ROOTS = frozenset({WORKFLOW, SPAWNED})  # the graph runs that end a LangGraph run (interrupts, limits)
 
 SYSTEM = "langgraph"  # the orch.system of every run this integration records
 GRAPH_INTEGRATIONS = frozenset({"langgraph", "langchain_create_agent"})
