@@ -1,0 +1,190 @@
+"""Replay of OpenAI Agents SDK apps with local tools that are no function
+tools (shell with a local executor, custom tool, computer, apply_patch): the
+recording answers their calls, and the replayed app's executor, computer and
+editor are never called; only with ``serve_tools=False`` (``--live-tools``)
+do they run. Each app is recorded with content, then replayed on an agent
+whose model has no scripted reply left and whose tools note every call."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+
+import openai_agents_apps as apps  # noqa: E402
+from agents import Agent, ApplyPatchTool, ComputerTool, CustomTool, Runner, ShellTool  # noqa: E402
+from agents.computer import AsyncComputer  # noqa: E402
+from agents.testing import ScriptedModel  # noqa: E402
+from conftest import check_trace, instrumentor_fixture  # noqa: E402
+
+import orch_otel  # noqa: E402
+from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+from orch_otel.recorder import get_recorder  # noqa: E402
+from orch_otel.replaying import replay  # noqa: E402
+
+instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
+
+
+def _record(run, captured, monkeypatch) -> tuple[dict, dict[str, str]]:
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        run()
+    (conversion,) = captured.conversions()
+    return check_trace(conversion.trace), conversion.contents
+
+
+def _operator(called: list[str]) -> Agent:
+    """The operator app again: its executor and custom function note each call and answer as the app's did."""
+
+    def shell(request) -> str:
+        called.append("shell " + " ".join(request.data.action.commands))
+        return "ran: " + " ".join(request.data.action.commands)
+
+    def shout(context, text: str) -> str:
+        called.append("shout " + text)
+        return text.upper()
+
+    return Agent(name="operator", model=ScriptedModel([]), tools=[
+        ShellTool(executor=shell), CustomTool(name="shout", description="Shout a text.", on_invoke_tool=shout)])
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
+def test_a_shell_command_and_a_custom_tool_are_served_and_never_run_by_a_replay(captured, monkeypatch, live):
+    trace, contents = _record(apps.local_tools, captured, monkeypatch)
+    called: list[str] = []
+    result = replay(trace, _operator(called), contents=contents, serve_tools=not live)
+    assert result.equal, result.divergence
+    if live:  # the user's choice: the app's tools run, the two model calls are served
+        assert sorted(called) == ["shell echo hi", "shout hello"]
+        assert result.served == 2 and result.live == 2
+    else:
+        assert called == []
+        assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
+
+
+def _ops(agent: Agent, errors: list[str]) -> Any:
+    """An app of the user's own: a workflow function running the SDK, noting the errors the run raises."""
+
+    @orch_otel.workflow("ops")
+    async def ops(text: str) -> str:
+        try:
+            return str((await Runner.run(agent, text)).final_output)
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+            raise
+
+    return ops
+
+
+def test_a_local_tool_call_the_recording_lacks_stops_the_replay_and_does_not_run(captured, monkeypatch):
+    trace, contents = _record(lambda: asyncio.run(_ops(apps.operator(), [])("go")), captured, monkeypatch)
+    trace["events"] = [e for e in trace["events"] if e.get("call_id") != "s1" or e["type"] not in {
+        "tool_call", "tool_result"}]  # the recording no longer holds the command s1
+    called: list[str] = []
+    errors: list[str] = []
+    result = replay(trace, _ops(_operator(called), errors), contents=contents)
+    assert "shell echo hi" not in called
+    assert not result.equal and result.app_errors == ["NotRecorded"]
+    assert "'shell'" in result.divergence.note
+    (error,) = errors  # the app is told which tool was not run, and how to run it
+    assert error.startswith("NotRecorded: ") and "does not run local tool 'shell'" in error
+    assert "serve_tools=False" in error and "--live-tools" in error
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
+def test_a_local_shell_command_is_served_and_never_run_by_a_replay(captured, monkeypatch, live):
+    trace, contents = _record(lambda: apps.run(apps.local_shell(lambda request: "a.txt\nb.txt")), captured,
+                              monkeypatch)
+    called: list[list[str]] = []
+
+    async def listing(request) -> str:
+        called.append(request.data.action.command)
+        return "a.txt\nb.txt"
+
+    result = replay(trace, apps.local_shell(listing, script=False), contents=contents, serve_tools=not live)
+    assert result.equal, result.divergence
+    if live:
+        assert called == [["ls", "/tmp"]]
+        assert result.served == 2 and result.live == 1
+    else:
+        assert called == []
+        assert result.served == 3 and result.live == 0  # two model calls and the command l1
+
+
+class Desk(AsyncComputer):
+    """An async computer for the replayed pilot: notes what it is asked; its screenshot is the recorded app's."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+    @property
+    def environment(self):
+        return "linux"
+
+    @property
+    def dimensions(self):
+        return (800, 600)
+
+    async def screenshot(self) -> str:
+        self.done.append("screenshot")
+        return apps.Screen().screenshot()
+
+    async def click(self, x: int, y: int, button: str) -> None:
+        self.done.append(f"click {x},{y} {button}")
+
+    async def double_click(self, x: int, y: int) -> None:
+        self.done.append("double_click")
+
+    async def scroll(self, x: int, y: int, scroll_x: int, scroll_y: int) -> None:
+        self.done.append("scroll")
+
+    async def type(self, text: str) -> None:
+        self.done.append("type")
+
+    async def wait(self) -> None:
+        self.done.append("wait")
+
+    async def move(self, x: int, y: int) -> None:
+        self.done.append("move")
+
+    async def keypress(self, keys: list[str]) -> None:
+        self.done.append("keypress")
+
+    async def drag(self, path: list[tuple[int, int]]) -> None:
+        self.done.append("drag")
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
+def test_a_computer_action_is_served_and_the_computer_is_not_touched_by_a_replay(captured, monkeypatch, live):
+    trace, contents = _record(lambda: apps.computer_use(), captured, monkeypatch)
+    desk = Desk()
+    pilot = Agent(name="pilot", tools=[ComputerTool(computer=desk)], model=ScriptedModel([]))
+    result = replay(trace, pilot, contents=contents, serve_tools=not live)
+    assert result.equal, result.divergence
+    if live:  # the click, then the screenshot the SDK takes after it
+        assert desk.done == ["click 10,20 left", "screenshot"]
+        assert result.served == 2 and result.live == 1
+    else:
+        assert desk.done == []
+        assert result.served == 3 and result.live == 0  # two model calls and the click k1
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
+def test_an_apply_patch_call_is_served_and_the_editor_writes_nothing_in_a_replay(captured, monkeypatch, tmp_path,
+                                                                                  live):
+    recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
+    recorded.mkdir(), replayed.mkdir()
+    trace, contents = _record(lambda: apps.patching(apps.Notebook(recorded)), captured, monkeypatch)
+    assert (recorded / "notes.txt").read_text() == "hello\nworld\n"
+    writer = Agent(name="writer", tools=[ApplyPatchTool(editor=apps.Notebook(replayed))], model=ScriptedModel([]))
+    result = replay(trace, writer, contents=contents, serve_tools=not live)
+    assert result.equal, result.divergence
+    if live:
+        assert (replayed / "notes.txt").read_text() == "hello\nworld\n"
+        assert result.served == 2 and result.live == 1
+    else:
+        assert list(replayed.iterdir()) == []
+        assert result.served == 3 and result.live == 0  # two model calls and the patch a1
