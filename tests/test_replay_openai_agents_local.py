@@ -24,6 +24,7 @@ import orch_otel  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from orch_otel.recorder import get_recorder  # noqa: E402
 from orch_otel.replaying import replay  # noqa: E402
+from orch_otel.vocabulary import Attr  # noqa: E402
 
 instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
 
@@ -65,6 +66,27 @@ def test_a_shell_command_and_a_custom_tool_are_served_and_never_run_by_a_replay(
         assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
 
 
+def test_a_shell_executors_structured_result_is_served_as_its_text_so_the_replay_diverges_without_running_it(
+        captured, monkeypatch):
+    """The recording keeps the command's output as the SDK renders it for the run's items ("$ echo hi\nhi");
+    the model was given it structured (stdout, stderr, exit code), which a replay cannot rebuild from that text:
+    the model's next prompt is not the recorded one, and the replay stops there."""
+    from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellResult
+
+    def structured(request) -> ShellResult:
+        return ShellResult(output=[ShellCommandOutput(stdout="hi\n", command="echo hi",
+                                                      outcome=ShellCallOutcome(type="exit", exit_code=0))])
+
+    recorded = apps.operator()
+    recorded.tools[0] = ShellTool(executor=structured)
+    trace, contents = _record(lambda: apps.run(recorded), captured, monkeypatch)
+    called: list[str] = []
+    result = replay(trace, _operator(called), contents=contents)
+    assert "shell echo hi" not in called
+    assert not result.equal and result.app_errors == ["NotRecorded"]
+    assert "a model call with a prompt the recording does not have" in result.divergence.note
+
+
 def _ops(agent: Agent, errors: list[str]) -> Any:
     """An app of the user's own: a workflow function running the SDK, noting the errors the run raises."""
 
@@ -89,6 +111,8 @@ def test_a_local_tool_call_the_recording_lacks_stops_the_replay_and_does_not_run
     assert "shell echo hi" not in called
     assert not result.equal and result.app_errors == ["NotRecorded"]
     assert "'shell'" in result.divergence.note
+    assert [s.attributes.get(Attr.ERROR_TYPE) for s in captured.spans if s.attributes.get(Attr.TOOL_CALL_ID) == "s1"
+            ] == [None, "NotRecorded"]  # recorded, then replayed: its span fails with the miss
     (error,) = errors  # the app is told which tool was not run, and how to run it
     assert error.startswith("NotRecorded: ") and "does not run local tool 'shell'" in error
     assert "serve_tools=False" in error and "--live-tools" in error
@@ -112,6 +136,35 @@ def test_a_local_shell_command_is_served_and_never_run_by_a_replay(captured, mon
     else:
         assert called == []
         assert result.served == 3 and result.live == 0  # two model calls and the command l1
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
+def test_a_local_shell_command_that_failed_when_recorded_is_not_run_again_by_a_replay(captured, monkeypatch, live):
+    """A function tool that failed runs again in a replay (its failure is no result to serve); a local
+    command that failed is not: it may have done half its work. Only live tools run it."""
+
+    def busy(request) -> str:
+        raise RuntimeError("disk busy")
+
+    with pytest.raises(RuntimeError):
+        _record(lambda: apps.run(apps.local_shell(busy)), captured, monkeypatch)
+    (conversion,) = captured.conversions()
+    trace, contents = check_trace(conversion.trace), conversion.contents
+    called: list[list[str]] = []
+
+    def failing_again(request) -> str:
+        called.append(request.data.action.command)
+        raise RuntimeError("disk busy")
+
+    result = replay(trace, apps.local_shell(failing_again, script=False), contents=contents, serve_tools=not live)
+    if live:  # the user's choice: the command runs, and fails as recorded
+        assert called == [["ls", "/tmp"]]
+        assert result.equal, result.divergence
+        assert result.app_errors == ["RuntimeError"] and (result.served, result.live) == (1, 1)
+    else:
+        assert called == []
+        assert not result.equal and result.app_errors == ["NotRecorded"]
+        assert "failed when recorded, and 'local_shell' is not run again" in result.divergence.note
 
 
 class Desk(AsyncComputer):

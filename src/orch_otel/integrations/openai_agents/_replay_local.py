@@ -56,7 +56,8 @@ def seams(patches: Patches) -> None:
 
 def _served(tool: str) -> Served | None:
     """The recorded output of the local tool call running now, None to run it
-    live (live tools asked for, after a fork); NotRecorded if it cannot be served."""
+    live (live tools asked for, after a fork); NotRecorded if it cannot be
+    served, a call whose recording failed included (it is not run again)."""
     server, call = ACTIVE.get(), LOCAL.get()
     invocation = call.invocation if call is not None else None
     if server is None or invocation is None:  # no recorded span names the call: never run it blind
@@ -66,7 +67,7 @@ def _served(tool: str) -> Served | None:
     try:
         return server.tool(ToolCall(name=str(attributes.get(Attr.TOOL_NAME)),
                                     call_id=attributes.get(Attr.TOOL_CALL_ID),
-                                    args_ref=attributes.get(Attr.INPUT_REF)))
+                                    args_ref=attributes.get(Attr.INPUT_REF), rerun_failed=False))
     except NotRecorded as exc:
         raise NotRecorded(f"{exc}: the replay has diverged and does not run local tool {tool!r} (it runs "
                           f"recorded calls only with {_LIVE}, or after a fork)") from None
@@ -162,6 +163,10 @@ def _recorded_text(tool: str) -> str | None:
         served = _served(tool)
         return None if served is None else _text(tool, served)
     except NotRecorded as exc:
+        call = LOCAL.get()
+        if call is not None and call.invocation is not None:  # the span fails with the miss, not its carrier
+            call.invocation.fail(exc)
+            call.invocation = None
         raise _Unserved(exc) from None
 
 
