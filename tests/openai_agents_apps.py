@@ -691,7 +691,7 @@ class Notebook:
         return f"deleted {operation.path}"
 
 
-def patching(editor: Any) -> Any:
+def patching(editor: Any, streamed: bool = False) -> Any:
     """writer creates notes.txt through the app's editor (a1), then answers."""
     from agents import ApplyPatchTool
     from openai.types.responses import ResponseApplyPatchToolCall
@@ -700,7 +700,7 @@ def patching(editor: Any) -> Any:
         "type": "create_file", "path": "notes.txt", "diff": "+hello\n+world"})
     agent = Agent(name="writer", tools=[ApplyPatchTool(editor=editor)], model=model(
         step(patch), step(assistant_message("written"))))
-    return run(agent, run_config=RunConfig(workflow_name="notes"))
+    return (run_streamed if streamed else run)(agent, run_config=RunConfig(workflow_name="notes"))
 
 
 def local_shell(executor: Callable[[Any], Any], script: bool = True) -> Agent:

@@ -225,12 +225,14 @@ def test_a_computer_action_is_served_and_the_computer_is_not_touched_by_a_replay
         assert result.served == 3 and result.live == 0  # two model calls and the click k1
 
 
-@pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
+@pytest.mark.parametrize(("live", "streamed"), [(False, False), (True, False), (False, True)],
+                         ids=["served", "live_tools", "streamed"])
 def test_an_apply_patch_call_is_served_and_the_editor_writes_nothing_in_a_replay(captured, monkeypatch, tmp_path,
-                                                                                  live):
+                                                                                  live, streamed):
+    """A run recorded streamed replays streamed: the same action serves the call."""
     recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
     recorded.mkdir(), replayed.mkdir()
-    trace, contents = _record(lambda: apps.patching(apps.Notebook(recorded)), captured, monkeypatch)
+    trace, contents = _record(lambda: apps.patching(apps.Notebook(recorded), streamed), captured, monkeypatch)
     assert (recorded / "notes.txt").read_text() == "hello\nworld\n"
     writer = Agent(name="writer", tools=[ApplyPatchTool(editor=apps.Notebook(replayed))], model=ScriptedModel([]))
     result = replay(trace, writer, contents=contents, serve_tools=not live)
