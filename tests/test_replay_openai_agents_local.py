@@ -8,6 +8,9 @@ whose model has no scripted reply left and whose tools note every call."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,3 +246,60 @@ def test_an_apply_patch_call_is_served_and_the_editor_writes_nothing_in_a_replay
     else:
         assert list(replayed.iterdir()) == []
         assert result.served == 3 and result.live == 0  # two model calls and the patch a1
+
+
+SHELL_APP = '''
+import subprocess
+import sys
+
+sys.path.insert(0, {tests!r})
+import openai_agents_apps as apps
+from agents import Agent, ShellTool
+from agents.testing import ScriptedModel
+
+
+def run_commands(request):  # the app's own executor: each command in a shell, for real
+    return "".join(subprocess.run(command, shell=True, capture_output=True, text=True, check=False).stdout
+                   for command in request.data.action.commands)
+
+
+def operator(model):
+    return Agent(name="operator", tools=[ShellTool(executor=run_commands)], model=model)
+
+
+def record():
+    call = {{"type": "shell_call", "id": "sh_1", "call_id": "s1", "status": "completed",
+            "action": {{"commands": ["touch made-by-the-command && echo made"]}}}}
+    return apps.run(operator(apps.model(apps.step(call), apps.step(apps.assistant_message("done")))))
+
+
+def factory():  # its model has no reply left: every answer must come from the recording
+    return operator(ScriptedModel([]))
+'''
+
+
+def test_orch_otel_replay_does_not_run_a_recorded_shell_command_again_unless_told_to(tmp_path):
+    """Recorded in a process of its own, replayed by the CLI: the command's file is made by the recorded run
+    and by a replay with --live-tools, never by a plain replay."""
+    (tmp_path / "shellapp.py").write_text(SHELL_APP.format(tests=str(Path(__file__).resolve().parent)))
+    env = {"ORCH_OTEL_RECORD_FOR_REPLAY": "true", "ORCH_OTEL_TRACE_DIR": str(tmp_path / "orch-traces"),
+           "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", "import orch_otel, shellapp\norch_otel.instrument()\n"
+                           "print(shellapp.record().final_output)\norch_otel.flush()\n"], capture_output=True,
+                          text=True, cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)}, timeout=300, check=False)
+    assert done.returncode == 0 and "done" in done.stdout, done.stderr
+    made = tmp_path / "made-by-the-command"
+    made.unlink()  # made by the recorded run
+
+    def replay_cli(*flags: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "orch_otel.cli", "replay", "orch-traces", "--app",
+                               "shellapp:factory", "-o", str(tmp_path / "out"), *flags], capture_output=True,
+                              text=True, cwd=tmp_path, env={**env, "ORCH_OTEL_RECORD_FOR_REPLAY": "",
+                                                            "PYTHONPATH": str(tmp_path)}, timeout=300, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return " ".join(done.stdout.split())
+
+    assert "the same orchestration (3 calls served, 0 run by the app)" in replay_cli()
+    assert not made.exists()
+    assert "the same orchestration (2 calls served, 1 run by the app)" in replay_cli("--live-tools")
+    assert made.exists()
