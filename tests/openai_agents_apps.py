@@ -596,18 +596,21 @@ SHELL_CALL = {"type": "shell_call", "id": "sh_1", "call_id": "s1", "status": "co
               "action": {"commands": ["echo hi"]}}
 
 
-def local_tools() -> Any:
+def operator() -> Agent:
     """operator runs a local shell command (s1, ShellTool with a local
     executor) and a custom tool with raw text input (c1), then answers."""
     from agents import CustomTool, ShellTool
     from openai.types.responses import ResponseCustomToolCall
 
-    agent = Agent(name="operator", tools=[ShellTool(executor=_run_shell), CustomTool(
+    return Agent(name="operator", tools=[ShellTool(executor=_run_shell), CustomTool(
         name="shout", description="Shout a text.", on_invoke_tool=_shout)], model=model(
         step(SHELL_CALL, ResponseCustomToolCall(type="custom_tool_call", call_id="c1", name="shout", input="hello")),
         step(assistant_message("done")),
     ))
-    return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
+def local_tools() -> Any:
+    return run(operator(), run_config=RunConfig(workflow_name="ops"))
 
 
 def local_tool_awaiting_approval() -> Any:
@@ -666,3 +669,46 @@ def computer_use() -> tuple[Any, list[str]]:
     agent = Agent(name="pilot", tools=[ComputerTool(computer=screen)], model=model(
         step(click), step(assistant_message("clicked"))))
     return run(agent, run_config=RunConfig(workflow_name="desktop")), screen.done
+
+
+class Notebook:
+    """The app's apply_patch editor: writes each created or updated file's added lines into ``folder``."""
+
+    def __init__(self, folder: Any) -> None:
+        self.folder = folder
+
+    def create_file(self, operation: Any) -> Any:
+        from agents.editor import ApplyPatchResult
+
+        text = "".join(line[1:] + "\n" for line in (operation.diff or "").splitlines() if line.startswith("+"))
+        (self.folder / operation.path).write_text(text)
+        return ApplyPatchResult(output=f"wrote {operation.path}")
+
+    update_file = create_file
+
+    def delete_file(self, operation: Any) -> Any:
+        (self.folder / operation.path).unlink()
+        return f"deleted {operation.path}"
+
+
+def patching(editor: Any, streamed: bool = False) -> Any:
+    """writer creates notes.txt through the app's editor (a1), then answers."""
+    from agents import ApplyPatchTool
+    from openai.types.responses import ResponseApplyPatchToolCall
+
+    patch = ResponseApplyPatchToolCall(type="apply_patch_call", id="ap_1", call_id="a1", status="completed", operation={
+        "type": "create_file", "path": "notes.txt", "diff": "+hello\n+world"})
+    agent = Agent(name="writer", tools=[ApplyPatchTool(editor=editor)], model=model(
+        step(patch), step(assistant_message("written"))))
+    return (run_streamed if streamed else run)(agent, run_config=RunConfig(workflow_name="notes"))
+
+
+def local_shell(executor: Callable[[Any], Any], script: bool = True) -> Agent:
+    """terminal runs ``ls /tmp`` through the app's LocalShellTool (l1), then answers."""
+    from agents import LocalShellTool
+    from openai.types.responses.response_output_item import LocalShellCall
+
+    command = LocalShellCall(type="local_shell_call", id="ls_1", call_id="l1", status="completed",
+                             action={"type": "exec", "command": ["ls", "/tmp"], "env": {}})
+    steps = (step(command), step(assistant_message("listed"))) if script else ()
+    return Agent(name="terminal", tools=[LocalShellTool(executor=executor)], model=model(*steps))

@@ -32,6 +32,7 @@ class ToolCall:
     name: str
     call_id: str | None = None
     args_ref: str | None = None  # the ref of the arguments, as the tool span recorded them
+    rerun_failed: bool = True  # False: a call whose recording failed is not run again (a local command)
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ class Server(Protocol):
         ...
 
     def tool(self, call: ToolCall) -> Served | None:
-        """The recorded result, or None to run the tool itself."""
+        """The recorded result, or None to run the tool itself (live tools asked
+        for, after a fork, or a call whose recording failed, unless
+        ``call.rerun_failed`` is False: then NotRecorded, as for a call not recorded)."""
         ...
 
     def fork(self) -> None:

@@ -117,7 +117,7 @@ class Script:
         match.used = True
         return match
 
-    def tool_answer(self, call: ToolCall) -> Recorded | None:
+    def tool_answer(self, call: ToolCall, rerun_failed: bool = True) -> Recorded | None:
         pending = [r for r in self.tools if not r.used and r.event.get("tool") == call.name]
         match = None
         if call.call_id is not None:
@@ -130,6 +130,9 @@ class Script:
         match.used = True
         if call.args_ref is not None and match.request_ref is not None and call.args_ref != match.request_ref:
             self.misses.append(f"tool call {match.where} got other arguments than recorded")
+            raise NotRecorded(self.misses[-1])
+        if not rerun_failed and match.event.get("status") == "error":
+            self.misses.append(f"tool call {match.where} failed when recorded, and {call.name!r} is not run again")
             raise NotRecorded(self.misses[-1])
         return None if self._runs_live(match) else match
 
@@ -199,7 +202,7 @@ class ScriptServer:
     def tool(self, call: ToolCall) -> Served | None:
         if self.forked:
             return self._after_fork(call)
-        recorded = self.script.tool_answer(call)
+        recorded = self.script.tool_answer(call, call.rerun_failed or not self.serve_tools)
         if recorded is None or not self.serve_tools:
             self.script.live += 1
             return None

@@ -7,7 +7,8 @@ model each turn resolves (``run_loop.get_model``) is wrapped
 in a ``Model`` that asks the replay's server first, with the prompt the
 instrumentation's model-call span has just recorded; a function tool's body
 (``_invoke_function_tool_with_metadata``) is answered from the recording
-inside the tool's span. An agent used as a tool runs for real, so its own
+inside the tool's span, and so are the local tools that are no function
+tools (``_replay_local``). An agent used as a tool runs for real, so its own
 model calls are answered in turn. A streamed call (``stream_response``) is
 answered with the events the SDK's streamed run loop rebuilds a response
 from: the output items one by one, then ``response.completed`` carrying the
@@ -39,7 +40,7 @@ from pydantic import TypeAdapter
 from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from ...vocabulary import Attr
 from .._patch import Patches
-from . import OpenAIAgentsInstrumentor
+from . import OpenAIAgentsInstrumentor, _replay_local
 from ._state import DEFAULT_WORKFLOW, RUN, TOOL
 
 _ITEMS = TypeAdapter(list[ResponseOutputItem])
@@ -67,6 +68,7 @@ def seams(patches: Patches) -> None:
     replayed ``@orch_otel.workflow`` function is served too."""
     patches.wrap(run_loop, "get_model", _serve_models)
     patches.wrap(tool_execution, "_invoke_function_tool_with_metadata", _serve_tools)
+    _replay_local.seams(patches)  # shell, computer, apply_patch and custom tools
 
 
 async def run(app: Any, run_input: Any) -> Any:
