@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from jsonschema import Draft202012Validator
 
 from orch_otel import testing
 from orch_otel._validation import trace_errors
+from orch_otel.content import ContentPolicy
+from orch_otel.recorder import get_recorder
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_DIR = Path(os.environ.get("ORCH_OTEL_SEED_DIR", REPO.parent / "shared" / "reference"))
@@ -33,6 +37,17 @@ def check_trace(trace: dict) -> dict:
         seed_errors = [f"{list(e.absolute_path)}: {e.message}" for e in _seed_validator.iter_errors(trace)]
         assert not seed_errors, "seed schema: " + "\n".join(seed_errors)
     return trace
+
+
+@contextmanager
+def recording(capture: bool) -> Iterator[None]:
+    """The process recorder (the one the instrumentors hold) with capture on or off and the default redactor."""
+    recorder = get_recorder()
+    saved, recorder.content = recorder.content, ContentPolicy(capture=capture)
+    try:
+        yield
+    finally:
+        recorder.content = saved
 
 
 def events_of(trace: dict, kind: str, **match) -> list[dict]:

@@ -74,6 +74,9 @@ class Truth:
     # tool calls an agent made in an earlier run of the same conversation (its prompts may hold them)
     earlier_tool_calls: tuple[tuple[str, str, str], ...] = ()
     tool_calls: tuple[tuple[str, str, str], ...] = ()  # (agent, tool, call_id), order free
+    # calls the model's provider ran inside the model call (hosted tools): in the trace, marked
+    # hosted; no tool turn answers them, so they are no tool calls of the chat views
+    hosted_tool_calls: tuple[tuple[str, str, str], ...] = ()
     aggregates: tuple[Aggregate, ...] = ()
     stop: Stop | None = None
     topology: str | None = None  # None: not checked
@@ -136,11 +139,16 @@ def fidelity_errors(trace: dict[str, Any], truth: Truth) -> list[str]:
             errors.append(f"delegation {e['id']}: target {e.get('to')} not among its options {e['options']}")
 
     got_tools = Counter((e["agent"], e["tool"], e.get("call_id")) for e in events if e["type"] == "tool_call")
-    if got_tools != Counter(truth.tool_calls):
-        errors.append(f"tool calls: expected {sorted(truth.tool_calls)}, got {sorted(got_tools.elements(), key=str)}")
+    all_calls = truth.tool_calls + truth.hosted_tool_calls
+    if got_tools != Counter(all_calls):
+        errors.append(f"tool calls: expected {sorted(all_calls)}, got {sorted(got_tools.elements(), key=str)}")
+    hosted = Counter((e["agent"], e["tool"], e.get("call_id")) for e in events if e["type"] == "tool_call"
+                     and e.get("hosted"))
+    if hosted != Counter(truth.hosted_tool_calls):
+        errors.append(f"hosted tool calls: expected {sorted(truth.hosted_tool_calls)}, got {sorted(hosted.elements())}")
     results = Counter(e.get("call_id") for e in events if e["type"] == "tool_result")
-    if results != Counter(c for _, _, c in truth.tool_calls):
-        want = sorted(c for _, _, c in truth.tool_calls)
+    if results != Counter(c for _, _, c in all_calls):
+        want = sorted(c for _, _, c in all_calls)
         errors.append(f"tool results by call id: expected {want}, got {sorted(results.elements(), key=str)}")
 
     got_aggregates = [(e["agent"], Counter(e.get("sources") or [])) for e in events if e["type"] == "aggregate"]

@@ -148,3 +148,61 @@ CASES: list[Case] = [
         ),
     ),
 ]
+
+# Tools beyond function tools. A call a tool guardrail rejected is still the model's call (the
+# body never ran); hosted calls ran at the provider, inside the model call; an MCP server's tool
+# runs in the app's process, through the server. All are the agent's tool calls, with their ids.
+CASES += [
+    Case(
+        framework="openai_agents",
+        run=apps.guarded_tools,
+        truth=Truth(
+            app="openai-agents tool guardrails: delete_file g1 rejected before it runs, read_file g2's result withheld",
+            instances={},
+            tool_calls=(("clerk", "delete_file", "g1"), ("clerk", "read_file", "g2")),
+            stop=Stop("clerk", "end"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=_raising(apps.tool_input_tripwire, "ToolInputGuardrailTripwireTriggered"),
+        truth=Truth(
+            app="openai-agents tool input guardrail no_deletes trips on wipe x1: the run ends",
+            instances={},
+            tool_calls=(("clerk", "wipe", "x1"),),
+            stop=Stop("files", "tool_input_guardrail_tripwire", forced=True),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.hosted_tools,
+        truth=Truth(
+            app="openai-agents hosted tools: web_search ws_1, file_search fs_1, MCP search_docs mcp_1, lookup_invoice t1",
+            instances={},
+            tool_calls=(("researcher", "lookup_invoice", "t1"),),
+            hosted_tool_calls=(("researcher", "web_search", "ws_1"), ("researcher", "file_search", "fs_1"),
+                               ("researcher", "search_docs", "mcp_1")),
+            stop=Stop("researcher", "end"),
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=apps.mcp_server_tools,
+        truth=Truth(
+            app="openai-agents MCP server over stdio: scribe calls the notes server's add_note n1",
+            instances={},
+            tool_calls=(("scribe", "add_note", "n1"),),
+            stop=Stop("scribe", "end"),
+        ),
+    ),
+]
+CASES.append(Case(
+    framework="openai_agents",
+    run=apps.local_tools,
+    truth=Truth(
+        app="openai-agents local tools that are no functions: a shell command s1 and a custom tool shout c1",
+        instances={},
+        tool_calls=(("operator", "shell", "s1"), ("operator", "shout", "c1")),
+        stop=Stop("operator", "end"),
+    ),
+))

@@ -99,8 +99,9 @@ def _trace_errors(rows: list[dict[str, Any]], truth: Truth, skip: Collection[str
     (trace,) = rows
     errors = []
     got = Counter((e["agent"], e["tool"], e.get("call_id")) for e in trace["events"] if e["type"] == "tool_call")
-    if got != Counter(truth.tool_calls):
-        errors.append(f"traces: tool calls expected {sorted(truth.tool_calls)}, got {sorted(got.elements())}")
+    all_calls = truth.tool_calls + truth.hosted_tool_calls
+    if got != Counter(all_calls):
+        errors.append(f"traces: tool calls expected {sorted(all_calls)}, got {sorted(got.elements())}")
     humans = [tuple(e.get("recipients") or [e.get("to")]) for e in trace["events"] if e["type"] == "human_intervention"]
     if humans != list(truth.human_interventions):
         errors.append(f"traces: human interventions expected {list(truth.human_interventions)}, got {humans}")
@@ -129,6 +130,8 @@ def _turn_errors(rows: list[dict[str, Any]], truth: Truth) -> list[str]:
     if requested != want:
         errors.append(f"turns: output_tool_calls per agent expected {want}, got {requested}")
     ran = _per_agent(rows, lambda r: r["agent"], lambda r: Counter((c["tool"], c["call_id"]) for c in r["tool_calls"]))
+    for who, tool, call_id in truth.hosted_tool_calls:  # a turn's tool calls: its hosted ones too
+        want.setdefault(who, Counter())[(tool, call_id)] += 1
     if ran != want:
         errors.append(f"turns: tool_calls per agent expected {want}, got {ran}")
     for r in rows:

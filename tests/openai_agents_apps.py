@@ -21,11 +21,15 @@ from agents import (
     RunConfig,
     Runner,
     SQLiteSession,
+    ToolGuardrailFunctionOutput,
     function_tool,
     handoff,
     input_guardrail,
     output_guardrail,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
+from agents.computer import Computer
 from agents.run_error_handlers import RunErrorHandlerResult
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
@@ -51,6 +55,18 @@ def model(*steps: dict[str, Any], traces: bool = True) -> ScriptedModel:
 
 def run(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
     return asyncio.run(asyncio.wait_for(Runner.run(agent, text, **kwargs), TIMEOUT))
+
+
+def run_streamed(agent: Agent, text: str = "go", **kwargs: Any) -> Any:
+    """``Runner.run_streamed``, its events consumed to the end."""
+
+    async def consume() -> Any:
+        result = Runner.run_streamed(agent, text, **kwargs)
+        async for _ in result.stream_events():
+            pass
+        return result
+
+    return asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
 
 
 # -- handoffs -------------------------------------------------------------------------------
@@ -84,14 +100,7 @@ def support(**kwargs: Any) -> Callable[[], Any]:
 
 
 def support_streamed() -> Any:
-    async def consume() -> Any:
-        result = Runner.run_streamed(support_agents(), "Is invoice 42 paid?",
-                                     run_config=RunConfig(workflow_name="support"))
-        async for _ in result.stream_events():
-            pass
-        return result.final_output
-
-    return asyncio.run(asyncio.wait_for(consume(), TIMEOUT))
+    return run_streamed(support_agents(), "Is invoice 42 paid?", run_config=RunConfig(workflow_name="support")).final_output
 
 
 # -- tools ----------------------------------------------------------------------------------
@@ -145,6 +154,22 @@ def agents_as_tools() -> Any:
              function_call("write", {"input": "topic"}, call_id="a2"), tokens=(12, 4)),
         step(assistant_message("report"), tokens=(30, 2)),
     ))
+    return run(manager, run_config=RunConfig(workflow_name="report"))
+
+
+def streaming_agent_tools(researcher_model: Any, manager_model: Any, seen: list[Any]) -> Agent:
+    """manager calls researcher as a tool that streams (``on_stream``: the
+    nested run is a ``Runner.run_streamed``); ``seen`` gets its events."""
+    researcher = Agent(name="researcher", model=researcher_model)
+    return Agent(name="manager", model=manager_model, tools=[
+        researcher.as_tool(tool_name="research", tool_description="Research a topic.", on_stream=seen.append)])
+
+
+def agent_tool_streaming(seen: list[Any]) -> Any:
+    manager = streaming_agent_tools(model(step(assistant_message("facts"), tokens=(7, 1))), model(
+        step(function_call("research", {"input": "topic"}, call_id="s1"), tokens=(12, 4)),
+        step(assistant_message("report"), tokens=(30, 2)),
+    ), seen)
     return run(manager, run_config=RunConfig(workflow_name="report"))
 
 
@@ -343,6 +368,10 @@ def routed() -> Any:
     return run(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk"))
 
 
+def routed_streamed() -> Any:
+    return run_streamed(router_agents(), "I want to buy", run_config=RunConfig(workflow_name="desk")).final_output
+
+
 # -- human in the loop ---------------------------------------------------------------------------
 
 
@@ -369,3 +398,271 @@ def approved_after_interrupt() -> tuple[Any, Any]:
     second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
                                           TIMEOUT))
     return first, second
+
+
+def refund_desk() -> Agent:
+    """The cashier asks to refund 5 (a1) and 500 (a2) in one reply, both awaiting approval."""
+    return Agent(name="cashier", tools=[refund], model=model(
+        step(function_call("refund", {"amount": 5}, call_id="a1"),
+             function_call("refund", {"amount": 500}, call_id="a2")),
+        step(assistant_message("Refunded 5; 500 was refused.")),
+    ))
+
+
+def decided_after_interrupt(rejection_message: str | None = None) -> tuple[Agent, Any, Any]:
+    """A human approves a1 and rejects a2 (with ``rejection_message``, if given); the run resumes."""
+    agent = refund_desk()
+    first = run(agent, "Refund 5 and 500.", run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        if item.raw_item.call_id == "a1":
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=rejection_message)
+    second = asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="refunds")),
+                                          TIMEOUT))
+    return agent, first, second
+
+
+# -- tool guardrails ------------------------------------------------------------------------------
+
+tool_bodies_run: list[str] = []  # which guarded tools' bodies ran (a rejected call's never does)
+
+
+@tool_input_guardrail(name="no_system_paths")
+def no_system_paths(data: Any) -> ToolGuardrailFunctionOutput:
+    if "/etc" in (data.context.tool_arguments or ""):
+        return ToolGuardrailFunctionOutput.reject_content("refused: system path")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_output_guardrail(name="redact_secrets")
+def redact_secrets(data: Any) -> ToolGuardrailFunctionOutput:
+    if "password" in str(data.output):
+        return ToolGuardrailFunctionOutput.reject_content("withheld: it held a secret")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+@tool_input_guardrail(name="no_deletes")
+def no_deletes(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="deletes are off")
+
+
+@tool_output_guardrail(name="no_leaks")
+def no_leaks(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.raise_exception(output_info="leak")
+
+
+@function_tool(tool_input_guardrails=[no_system_paths])
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    tool_bodies_run.append(f"delete_file {path}")
+    return f"deleted {path}"
+
+
+@function_tool(tool_output_guardrails=[redact_secrets])
+def read_file(path: str) -> str:
+    """Read a file."""
+    tool_bodies_run.append(f"read_file {path}")
+    return "user=ada password=hunter2"
+
+
+@function_tool(tool_input_guardrails=[no_deletes])
+def wipe(path: str) -> str:
+    """Wipe a disk."""
+    tool_bodies_run.append(f"wipe {path}")
+    return "wiped"
+
+
+@function_tool(tool_output_guardrails=[no_leaks])
+def dump(path: str) -> str:
+    """Dump a file."""
+    tool_bodies_run.append(f"dump {path}")
+    return "secrets"
+
+
+def guarded_tools(streamed: bool = False) -> Any:
+    """clerk asks for delete_file /etc/passwd (g1: no_system_paths rejects it,
+    the body never runs) and read_file notes (g2: it runs, redact_secrets
+    replaces its result), then answers."""
+    tool_bodies_run.clear()
+    agent = Agent(name="clerk", tools=[delete_file, read_file], model=model(
+        step(function_call("delete_file", {"path": "/etc/passwd"}, call_id="g1"),
+             function_call("read_file", {"path": "notes"}, call_id="g2")),
+        step(assistant_message("could not do either")),
+    ))
+    return (run_streamed if streamed else run)(agent, run_config=RunConfig(workflow_name="files"))
+
+
+def tool_input_tripwire() -> Any:
+    tool_bodies_run.clear()
+    agent = Agent(name="clerk", tools=[wipe], model=model(
+        step(function_call("wipe", {"path": "/"}, call_id="x1")), step(assistant_message("never"))))
+    return run(agent, run_config=RunConfig(workflow_name="files"))
+
+
+def tool_output_tripwire() -> Any:
+    tool_bodies_run.clear()
+    agent = Agent(name="clerk", tools=[dump], model=model(
+        step(function_call("dump", {"path": "vault"}, call_id="x2")), step(assistant_message("never"))))
+    return run(agent, run_config=RunConfig(workflow_name="files"))
+
+
+# -- hosted tools and MCP servers ---------------------------------------------------------------
+
+
+def hosted_calls() -> list[Any]:
+    """A reply's provider-side tool calls, as the Responses API returns them."""
+    from openai.types.responses import ResponseFileSearchToolCall, ResponseFunctionWebSearch
+    from openai.types.responses.response_function_web_search import ActionSearch
+    from openai.types.responses.response_output_item import McpCall
+
+    return [
+        ResponseFunctionWebSearch(id="ws_1", type="web_search_call", status="completed",
+                                  action=ActionSearch(type="search", query="refund policy")),
+        ResponseFileSearchToolCall(id="fs_1", type="file_search_call", status="completed", queries=["refunds"]),
+        McpCall(id="mcp_1", type="mcp_call", server_label="docs", name="search_docs",
+                arguments='{"q": "refunds"}', output="30 days"),
+    ]
+
+
+HOSTED_MCP_SECRET = "Bearer not-for-traces"
+
+
+def failed_web_search() -> Any:
+    """The provider's web search ws_9 failed; the model answered anyway."""
+    from agents import WebSearchTool
+    from openai.types.responses import ResponseFunctionWebSearch
+    from openai.types.responses.response_function_web_search import ActionSearch
+
+    search = ResponseFunctionWebSearch(id="ws_9", type="web_search_call", status="failed",
+                                       action=ActionSearch(type="search", query="weather"))
+    agent = Agent(name="researcher", tools=[WebSearchTool()], model=model(
+        step(search, assistant_message("I could not search."))))
+    return run(agent, run_config=RunConfig(workflow_name="research"))
+
+
+def hosted_tools() -> Any:
+    """researcher offers web search, file search, a hosted MCP server (whose
+    config carries a credential) and lookup_invoice; its first reply holds
+    three hosted calls (ws_1, fs_1, mcp_1, run by the provider) and a
+    function call (t1); then it answers."""
+    from agents import FileSearchTool, HostedMCPTool, WebSearchTool
+
+    docs = HostedMCPTool(tool_config={"type": "mcp", "server_label": "docs", "server_url": "https://docs.invalid/mcp",
+                                      "headers": {"Authorization": HOSTED_MCP_SECRET}, "require_approval": "never"})
+    agent = Agent(name="researcher", tools=[WebSearchTool(), FileSearchTool(vector_store_ids=["vs_1"]), docs,
+                                            lookup_invoice], model=model(
+        step(*hosted_calls(), function_call("lookup_invoice", {"number": "42"}, call_id="t1")),
+        step(assistant_message("Refunds within 30 days; invoice 42 is paid.")),
+    ))
+    return run(agent, "What is the refund policy?", run_config=RunConfig(workflow_name="research"))
+
+
+MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_notes_server.py")
+
+
+def mcp_server_tools() -> Any:
+    """scribe gets add_note from a real MCP server (tests/mcp_notes_server.py,
+    over stdio), calls it (n1), then answers."""
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    async def main() -> Any:
+        async with MCPServerStdio(params={"command": sys.executable, "args": [MCP_SERVER]}, name="notes",
+                                  client_session_timeout_seconds=TIMEOUT) as server:
+            agent = Agent(name="scribe", mcp_servers=[server], model=model(
+                step(function_call("add_note", {"text": "buy milk"}, call_id="n1")),
+                step(assistant_message("Noted.")),
+            ))
+            return await Runner.run(agent, "Remember milk.", run_config=RunConfig(workflow_name="notes"))
+
+    return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+# -- local tools that are no function tools -------------------------------------------------------
+
+
+def _run_shell(request: Any) -> str:
+    return "ran: " + " ".join(request.data.action.commands)
+
+
+async def _shout(context: Any, text: str) -> str:
+    return text.upper()
+
+
+SHELL_CALL = {"type": "shell_call", "id": "sh_1", "call_id": "s1", "status": "completed",
+              "action": {"commands": ["echo hi"]}}
+
+
+def local_tools() -> Any:
+    """operator runs a local shell command (s1, ShellTool with a local
+    executor) and a custom tool with raw text input (c1), then answers."""
+    from agents import CustomTool, ShellTool
+    from openai.types.responses import ResponseCustomToolCall
+
+    agent = Agent(name="operator", tools=[ShellTool(executor=_run_shell), CustomTool(
+        name="shout", description="Shout a text.", on_invoke_tool=_shout)], model=model(
+        step(SHELL_CALL, ResponseCustomToolCall(type="custom_tool_call", call_id="c1", name="shout", input="hello")),
+        step(assistant_message("done")),
+    ))
+    return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
+def local_tool_awaiting_approval() -> Any:
+    """operator's shell command s1 needs a human's approval: the run stops before it runs."""
+    from agents import ShellTool
+
+    agent = Agent(name="operator", tools=[ShellTool(executor=_run_shell, needs_approval=True)], model=model(
+        step(SHELL_CALL), step(assistant_message("done"))))
+    return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
+class Screen(Computer):
+    """The app's computer for ComputerTool: a screen that notes what it was asked to do."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+    def screenshot(self) -> str:
+        return "iVBORw0KGgo="  # a PNG's first bytes: the SDK wraps them in a data URL
+
+    def click(self, x: int, y: int, button: str) -> None:
+        self.done.append(f"click {x},{y} {button}")
+
+    def double_click(self, x: int, y: int) -> None:
+        self.done.append(f"double_click {x},{y}")
+
+    def scroll(self, x: int, y: int, scroll_x: int, scroll_y: int) -> None:
+        self.done.append("scroll")
+
+    def type(self, text: str) -> None:
+        self.done.append(f"type {text}")
+
+    def wait(self) -> None:
+        self.done.append("wait")
+
+    def move(self, x: int, y: int) -> None:
+        self.done.append("move")
+
+    def keypress(self, keys: list[str]) -> None:
+        self.done.append("keypress")
+
+    def drag(self, path: list[tuple[int, int]]) -> None:
+        self.done.append("drag")
+
+
+def computer_use() -> tuple[Any, list[str]]:
+    """pilot clicks at (10, 20) on the app's computer (k1), then answers."""
+    from agents import ComputerTool
+    from openai.types.responses import ResponseComputerToolCall
+    from openai.types.responses.response_computer_tool_call import ActionClick
+
+    screen = Screen()
+    click = ResponseComputerToolCall(id="cu_1", call_id="k1", type="computer_call", status="completed",
+                                     pending_safety_checks=[], action=ActionClick(type="click", x=10, y=20,
+                                                                                  button="left"))
+    agent = Agent(name="pilot", tools=[ComputerTool(computer=screen)], model=model(
+        step(click), step(assistant_message("clicked"))))
+    return run(agent, run_config=RunConfig(workflow_name="desktop")), screen.done

@@ -1,6 +1,9 @@
-"""A local OpenAI-compatible chat completions server on loopback, for tests and
-benchmarks of real OpenAI clients (the openai SDK, autogen-ext's
-``OpenAIChatCompletionClient``, LangChain's ``ChatOpenAI``) without a network.
+"""A local OpenAI-compatible server on loopback, for tests and benchmarks of
+real OpenAI clients (the openai SDK, autogen-ext's ``OpenAIChatCompletionClient``,
+LangChain's ``ChatOpenAI``, the Agents SDK's OpenAI models) without a network.
+``POST /v1/responses`` (the Responses API, whole or streamed: created, each
+output item added and done, completed) answers from the same script, with no
+token ids in any layout.
 
 ``POST /v1/chat/completions`` answers each request with the next scripted
 :class:`Reply` (with none left: ``"done"``), as a whole completion or, when the
@@ -186,9 +189,11 @@ class OpenAIServer:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                route = self.path.rstrip("/")
+                if route not in ("/v1/chat/completions", "/v1/responses"):
                     return self._send(404, "application/json", json.dumps({"error": {"message": f"no route {self.path}"}}))
-                status, payload, chunks = server._answer(body)
+                answer = server._answer if route == "/v1/chat/completions" else server._respond
+                status, payload, chunks = answer(body)
                 if chunks is None:
                     return self._send(status, "application/json", json.dumps(payload))
                 events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
@@ -253,6 +258,36 @@ class OpenAIServer:
         if not stream:
             return 200, self._completion(answer), None
         return 200, None, self._chunks(answer)
+
+    def _respond(self, body: dict[str, Any]) -> tuple[int, Any, list[dict[str, Any]] | None]:
+        """The Responses API (``POST /v1/responses``): the whole response, or its
+        stream: created, each output item added and done, completed."""
+        with self._lock:
+            self.requests.append(body)
+            reply = self._replies.pop(0) if self._replies else Reply("done")
+            number = len(self.requests)
+        output: list[dict[str, Any]] = []
+        if not reply.tool_calls:
+            output.append({"type": "message", "id": f"msg-{number}", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
+        output += [{"type": "function_call", "id": f"fc-{number}-{k}", "call_id": call["id"],
+                    "name": call["function"]["name"], "arguments": call["function"]["arguments"], "status": "completed"}
+                   for k, call in enumerate(reply.wire_calls())]
+        prompt = reply.prompt_tokens if reply.prompt_tokens is not None else 10
+        completion = reply.completion_tokens if reply.completion_tokens is not None else len(reply.body_text())
+        done = {"id": f"resp-{number}", "object": "response", "created_at": 0, "model": self.model or body.get("model", "m"),
+                "status": "completed", "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+                "usage": {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion,
+                          "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+        if not body.get("stream"):
+            return 200, done, None
+        events: list[dict[str, Any]] = [{"type": "response.created",
+                                         "response": {**done, "output": [], "status": "in_progress", "usage": None}}]
+        for index, item in enumerate(output):
+            events += [{"type": "response.output_item.added", "output_index": index, "item": item},
+                       {"type": "response.output_item.done", "output_index": index, "item": item}]
+        events.append({"type": "response.completed", "response": done})
+        return 200, None, [{**event, "sequence_number": k} for k, event in enumerate(events)]
 
     def _completion(self, answer: _Answer) -> dict[str, Any]:
         reply = answer.reply

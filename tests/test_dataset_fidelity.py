@@ -427,3 +427,28 @@ def test_openai_agents_parallel_tools_views_are_faithful(tmp_path):
     assert view_errors(views, case.truth) == []
     (row,) = views["chat"]
     assert [m.get("tool_call_id") for m in row["messages"] if m["role"] == "tool"] == ["p1", "p2", "p3"]
+
+
+def test_openai_agents_hosted_tools_views_are_faithful(tmp_path):
+    """Every view of a run whose first reply holds three hosted calls and a function call."""
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents hosted tools")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+    (row,) = views["chat"]  # the hosted calls are no chat turns: both replies make one row
+    assert [t["function"]["name"] for t in row["tools"]] == ["lookup_invoice"]
+    assert [m["role"] for m in row["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_openai_agents_tool_guardrails_views_are_faithful(tmp_path):
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents tool guardrails")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []
+
+
+def test_openai_agents_local_tools_views_are_faithful(tmp_path):
+    instrumentor = _openai_agents()
+    case = _openai_agents_case("openai-agents local tools")
+    views = _views(tmp_path, instrumentor, case.run)
+    assert view_errors(views, case.truth) == []

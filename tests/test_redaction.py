@@ -5,19 +5,16 @@ real LangGraph and AutoGen runs that must never leave the process."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import pytest
-from conftest import instrumentor_fixture
+from conftest import instrumentor_fixture, recording
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from orch_otel import Attr, ContentPolicy, redact_secrets
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 from orch_otel.integrations.langgraph import LangGraphInstrumentor
-from orch_otel.recorder import get_recorder
 from orch_otel.redaction import _PATTERNS
 
 # One planted secret of each kind the default redactor documents (values made up).
@@ -146,17 +143,6 @@ def _everything_recorded(spans) -> str:
         for event in span.events:
             parts += [event.name] + [f"{k}={v}" for k, v in event.attributes.items()]
     return "\n".join(parts)
-
-
-@contextmanager
-def recording(capture: bool) -> Iterator[None]:
-    """The process recorder (the one the instrumentors hold) with capture on or off and the default redactor."""
-    recorder = get_recorder()
-    saved, recorder.content = recorder.content, ContentPolicy(capture=capture)
-    try:
-        yield
-    finally:
-        recorder.content = saved
 
 
 CORPUS = " | ".join(PLANTED.values())

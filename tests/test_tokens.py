@@ -657,3 +657,41 @@ def test_capture_tokens_from_the_environment(monkeypatch):
     assert ContentPolicy.from_env(capture_tokens=False).tokens is None
     monkeypatch.setenv("ORCH_OTEL_CAPTURE_TOKENS", "maybe")  # a bad value: a warning and the default, off
     assert ContentPolicy.from_env().tokens is None
+
+
+# -- the OpenAI Agents SDK's Chat Completions model ----------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_agents_chat_completions_model_keeps_each_calls_ids(tmp_path, server, stream):
+    pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    import openai
+    from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    @function_tool
+    def lookup(number: str) -> str:
+        """Look an invoice up."""
+        return f"invoice {number}: paid"
+
+    srv = server()
+    srv.script(Reply(tool_calls=[("lookup", {"number": "42"})]), Reply("paid"))
+    model = OpenAIChatCompletionsModel(model="m", openai_client=openai.AsyncOpenAI(base_url=srv.base_url, api_key="x"))
+    agent = Agent(name="clerk", tools=[lookup], model=model,
+                  model_settings=ModelSettings(extra_args={"logprobs": True}, extra_body={"return_token_ids": True}))
+
+    async def run() -> str:
+        if not stream:
+            return (await Runner.run(agent, "Is 42 paid?", run_config=RunConfig(workflow_name="billing"))).final_output
+        result = Runner.run_streamed(agent, "Is 42 paid?", run_config=RunConfig(workflow_name="billing"))
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    with recording(tmp_path, OpenAIAgentsInstrumentor()) as rec:
+        assert asyncio.run(run()) == "paid"
+    rows = rec.turns()
+    assert [r["agent"] for r in rows] == ["clerk", "clerk"]
+    assert_rows_equal_sent(srv, rows)
+    assert_no_tokens_on_spans(rec, srv)

@@ -308,10 +308,12 @@ class Recorder:
         span.add_event(SpanEvent.AGGREGATE, attrs)
 
     def human_intervention(self, content: Any = None, *, resume_of: str | None = None,
-                           recipients: str | Iterable[str] | None = None, span: Span | None = None) -> None:
+                           recipients: str | Iterable[str] | None = None, span: Span | None = None,
+                           approved: Iterable[str] | None = None, rejected: Iterable[str] | None = None) -> None:
         """A human's input into the run (for example the value that resumes an
         interrupt). ``recipients``: the agents it reaches (default: the agent or
-        run of ``span``)."""
+        run of ``span``). ``approved`` / ``rejected``: the tool call ids the
+        human approved or rejected (ids, not content: always kept)."""
         span = self._target_span(span, "human_intervention")
         if span is None:
             return
@@ -319,6 +321,10 @@ class Recorder:
         put(attrs, Attr.RESUME_OF, resume_of)
         if recipients is not None:
             attrs[Attr.RECIPIENTS] = names(recipients)
+        if approved is not None:
+            attrs[Attr.APPROVED] = names(approved)
+        if rejected is not None:
+            attrs[Attr.REJECTED] = names(rejected)
         content_into(attrs, self.content, content, Attr.CONTENT_REF, Attr.CONTENT)
         span.add_event(SpanEvent.HUMAN_INTERVENTION, attrs)
 

@@ -25,6 +25,7 @@ __all__ = [
     "System",
     "Topology",
     "TransferMode",
+    "ToolOutcome",
     "TransferTarget",
     "function_tool",
 ]
@@ -107,6 +108,12 @@ class StopReason(_StrEnum):
     ERROR = "error"
     CANCELLED = "cancelled"
     INCOMPLETE = "incomplete"  # the run's root span never ended (crash, kill, memory bound)
+    # A guardrail's tripwire ended the run (the stop's source names the guardrail): on the
+    # agent's input or answer, or on one tool call's arguments or result.
+    INPUT_GUARDRAIL_TRIPWIRE = "input_guardrail_tripwire"
+    OUTPUT_GUARDRAIL_TRIPWIRE = "output_guardrail_tripwire"
+    TOOL_INPUT_GUARDRAIL_TRIPWIRE = "tool_input_guardrail_tripwire"
+    TOOL_OUTPUT_GUARDRAIL_TRIPWIRE = "tool_output_guardrail_tripwire"
 
 
 # Stops the orchestrator did not choose: a budget, a failure, a kill or a pause
@@ -150,6 +157,15 @@ class Channel(_StrEnum):
 
     AGENT = "agent"
     LLM = "llm"
+
+
+class ToolOutcome(_StrEnum):
+    """``orch.outcome`` of a tool call a guardrail stopped: the call was
+    rejected before the tool ran, or the tool ran and its result was kept
+    from the model (replaced by the guardrail's message, or the run ended)."""
+
+    REJECTED = "rejected"
+    WITHHELD = "withheld"
 
 
 class Status(_StrEnum):
@@ -225,10 +241,16 @@ class Attr:
     REWARD_NAME = "orch.reward.name"
     REWARD_UNIT = "orch.reward.unit"
     REWARD_TARGET = "orch.reward.target"
-    OUTCOME = "orch.outcome"  # ok | error | cancelled | interrupted | handoff
+    OUTCOME = "orch.outcome"  # ok | error | cancelled | interrupted | handoff | ToolOutcome
     RESUME_OF = "orch.resume.of_trace_id"
+    AWAITING = "orch.approval.awaiting"  # on an interrupted run's root: the tool call ids awaiting a human's approval
+    APPROVED = "orch.approval.approved"  # on a human intervention: the tool call ids the human approved
+    REJECTED = "orch.approval.rejected"  # ... and those it rejected (ids, not content)
     LINK = "orch.link"  # on a span link: what the linked span is to this one ("resume_of": the interrupted run)
     SAFETY_KIND = "orch.safety.kind"
+    TOOL_HOSTED = "orch.tool.hosted"  # true: the model's provider ran the tool inside the model call
+    TOOL_SERVER = "orch.tool.server"  # the MCP server whose tool this is (its name, or a hosted server's label)
+    GUARDRAIL = "orch.guardrail"  # on a tool call: the guardrail that rejected it or withheld its result
     IMPLIED = "orch.implied"  # on a decision, message or aggregate event: inferred from a foreign log, not recorded
     RECORDED_BY = "orch.recorded_by"  # on a foreign log's rewritten root: the instrumentation that wrote it
 

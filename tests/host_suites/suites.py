@@ -53,8 +53,9 @@ SUITES: tuple[Suite, ...] = (
     Suite(name="langgraph-supervisor", dist="langgraph-supervisor", targets=("tests",)),
     Suite(name="langgraph-swarm", dist="langgraph-swarm", targets=("tests",)),
     # The OpenAI Agents SDK's runner, hooks, agents as tools, handoffs, guardrails, limits,
-    # tool_use_behavior, run state and its own tracing (what orch-otel wraps or must leave
-    # alone): 19 files, about 1500 tests, a minute a run. Its whole suite is 391 files.
+    # tool_use_behavior, run state, tools beyond function tools and its own tracing (what
+    # orch-otel wraps or must leave alone): 27 files, about 1650 tests, a minute a run. Its
+    # whole suite is 391 files.
     Suite(
         name="openai-agents",
         dist="openai-agents",
@@ -65,6 +66,9 @@ SUITES: tuple[Suite, ...] = (
             "test_max_turns", "test_tool_use_behavior", "test_tracing", "test_tracing_errors",
             "test_tracing_errors_streamed", "test_runner_tracing_disabled", "test_run_step_execution",
             "test_agent_tracing", "test_run_state", "test_trace_processor",
+            # tools beyond function tools: tool guardrails, shell, computer, apply_patch, custom and MCP tools
+            "test_tool_guardrails", "test_agent_as_tool_output_guardrails", "test_shell_tool", "test_local_shell_tool",
+            "test_computer_action", "test_apply_patch_tool", "test_custom_tool", "test_mcp_tool_metadata",
         )),
         named=("tests/test_run_hooks.py::test_async_run_hooks_with_llm",
                "tests/test_run_hooks.py::test_runner_run_rejects_agent_hooks",

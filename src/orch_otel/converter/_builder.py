@@ -42,6 +42,7 @@ from ._values import (
     _R_END,
     _R_ERROR,
     _R_INCOMPLETE,
+    _R_INTERRUPT,
     _S_ERROR,
     _S_OK,
     DEFAULT_ACTOR,
@@ -208,11 +209,14 @@ class _Builder:
         attrs = span.attributes
         tool = str(attrs.get(Attr.TOOL_NAME) or span.name)
         call_id = _text(attrs.get(Attr.TOOL_CALL_ID))
-        call = {"id": None, "t": None, "type": _E_TOOL_CALL, "agent": actor, "tool": tool}
+        call: dict[str, Any] = {"id": None, "t": None, "type": _E_TOOL_CALL, "agent": actor, "tool": tool}
         if role is not None:
             call["role"] = role
         if call_id is not None:
             call["call_id"] = call_id
+        if attrs.get(Attr.TOOL_HOSTED) is True:  # the model's provider ran it, inside the model call
+            call["hosted"] = True
+        _put_text(call, "server", attrs.get(Attr.TOOL_SERVER))
         _put_text(call, "content_ref", attrs.get(Attr.INPUT_REF))
         self._add(span.start_ns, span, call, scope)
         result = {"id": None, "t": None, "type": _E_TOOL_RESULT, "agent": tool, "tool": tool, "to": actor}
@@ -220,6 +224,7 @@ class _Builder:
             result["call_id"] = call_id
         _put_text(result, "content_ref", attrs.get(Attr.OUTPUT_REF))
         _put_text(result, "outcome", attrs.get(Attr.OUTCOME))
+        _put_text(result, "guardrail", attrs.get(Attr.GUARDRAIL))
         self._add(span.end_ns, span, result, scope, _status(span))
 
     def _llm(self, span: SpanRecord, actor: str, role: Any, scope: str | None) -> None:
@@ -270,6 +275,8 @@ class _Builder:
                 self.problems.append(f"span {span.span_id}: stop decision without a reason; reason set to 'unspecified'")
             _put(data, "reason", reason)
             _put_text(data, "source", attrs.get(Attr.STOP_SOURCE))
+            if decision == _D_STOP and reason == _R_INTERRUPT and Attr.AWAITING in span.attributes:
+                data["awaiting"] = _list(span.attributes.get(Attr.AWAITING))  # the calls a human must decide on
             _put_route(data, attrs)
             if decision == _D_STOP and (Attr.STOP_FORCED in attrs or reason != "unspecified"):
                 # a stop of unknown reason (a foreign log's) is neither forced nor chosen: left out
@@ -318,6 +325,9 @@ class _Builder:
                 data["recipients"] = recipients
             _put_text(data, "content_ref", attrs.get(Attr.CONTENT_REF))
             _put_text(data, "resume_of", attrs.get(Attr.RESUME_OF))
+            for key, attr in (("approved", Attr.APPROVED), ("rejected", Attr.REJECTED)):
+                if attr in attrs:  # the tool calls a human decided on, by call id
+                    data[key] = _list(attrs.get(attr))
             self._add(event.time_ns, span, data, scope)
             self._collect_content(attrs)
         elif name == SpanEvent.SAFETY:

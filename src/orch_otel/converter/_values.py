@@ -36,6 +36,7 @@ _OP_INVOKE_WORKFLOW = Operation.INVOKE_WORKFLOW.value
 _R_END = StopReason.END.value
 _R_ERROR = StopReason.ERROR.value
 _R_INCOMPLETE = StopReason.INCOMPLETE.value
+_R_INTERRUPT = StopReason.INTERRUPT.value
 _S_ERROR = Status.ERROR.value
 _S_OK = Status.OK.value
 

@@ -5,7 +5,10 @@ of strings, OpenAI-style messages, LangChain message dicts (``type``: human /
 ai / system / tool), GenAI-convention messages with ``parts``, AutoGen
 messages with ``source``, or Responses-API input items (the OpenAI Agents
 SDK's: ``message`` items with ``input_text`` / ``output_text`` parts,
-``function_call`` and ``function_call_output``). Every shape becomes a list of messages whose role is
+``function_call`` and ``function_call_output``, and the same pairs of local
+tools that are no functions: ``shell_call``, ``computer_call``,
+``custom_tool_call``...; hosted tool calls, run by the model's provider
+inside the call, are left out, as reasoning is). Every shape becomes a list of messages whose role is
 one of system, user, assistant, tool and whose content is a string; assistant
 tool calls are kept in OpenAI form (``tool_calls``: ``{id, type, function:
 {name, arguments}}``, arguments as JSON text).
@@ -45,7 +48,23 @@ _TYPE_ROLES = {  # AutoGen / LangChain class-ish type names
 
 
 _TEXT_PARTS = ("text", "input_text", "output_text", None)
-_SKIPPED_ITEMS = ("reasoning",)  # Responses items that are no chat message
+# Responses items that are no chat message: reasoning, and the calls the model's provider ran
+# inside the model call (hosted tools). A hosted call has no tool turn of its own to answer it,
+# so as a tool call it would dangle in a chat template; the trace keeps it as a hosted tool call.
+_SKIPPED_ITEMS = frozenset({
+    "reasoning", "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+    "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "tool_search_call",
+    "tool_search_output",
+})
+
+
+# Responses items of a tool call the app ran (a function, or a local tool that is no function:
+# shell, computer, apply_patch, a custom tool) -> the tool's name when the item does not carry it;
+# each has an output item (``<type>_output``) answering it by call_id.
+_CALL_ITEMS = {"function_call": None, "custom_tool_call": None, "shell_call": "shell", "local_shell_call": "local_shell",
+               "computer_call": "computer", "apply_patch_call": "apply_patch"}
+_OUTPUT_ITEMS = frozenset(f"{kind}_output" for kind in _CALL_ITEMS)
+_LOCAL_INPUTS = ("input", "action", "actions", "operation")  # a local tool call's input: custom, shell, computer, patch
 
 
 def _json(value: Any) -> str:
@@ -149,9 +168,9 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
         kind = m.get("type") if isinstance(m, dict) else None
         if kind == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
             out.extend(_autogen_results(m["content"]))  # recorded raw by orch-otel before 0.x: one message per result
-        elif kind == "function_call" and "call_id" in m:
+        elif kind in _CALL_ITEMS and "call_id" in m:
             _add_responses_call(out, m)
-        elif kind == "function_call_output" and "call_id" in m:
+        elif kind in _OUTPUT_ITEMS and "call_id" in m:
             out.append({"role": "tool", "content": text_of(m.get("output")), "tool_call_id": str(m["call_id"])})
         elif kind not in _SKIPPED_ITEMS:
             out.append(normalize_message(m, default_role))
@@ -159,11 +178,15 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
 
 
 def _add_responses_call(out: list[dict[str, Any]], item: dict[str, Any]) -> None:
-    """A Responses ``function_call`` item: a tool call of the assistant message
-    it follows (the items of one reply), else an assistant message of its own."""
-    args = item.get("arguments", "{}")
+    """A Responses ``function_call`` item (or a local tool's call: shell,
+    computer, custom...): a tool call of the assistant message it follows
+    (the items of one reply), else an assistant message of its own."""
+    kind = item["type"]
+    args = item.get("arguments", "{}") if kind == "function_call" else next(
+        (item[f] for f in _LOCAL_INPUTS if item.get(f) is not None), "")
+    name = item.get("name") or _CALL_ITEMS[kind]
     call = {"id": str(item["call_id"]), "type": "function",
-            "function": {"name": str(item.get("name") or ""), "arguments": args if isinstance(args, str) else _json(args)}}
+            "function": {"name": str(name or ""), "arguments": args if isinstance(args, str) else _json(args)}}
     if out and out[-1]["role"] == "assistant":
         out[-1].setdefault("tool_calls", []).append(call)
     else:

@@ -278,10 +278,13 @@ def offered_tools(store: ContentIndex, ref: str | None) -> list[dict[str, Any]]:
     """The tool definitions recorded for a model call (``tools_ref``), in the
     OpenAI function format; [] when none were captured. Accepts the OpenAI
     form, a bare ``{name, description, parameters}`` and Anthropic's
-    ``input_schema``, which is what chat models bind."""
+    ``input_schema``, which is what chat models bind. A tool of another type
+    (a hosted ``web_search``, ``mcp``, ...) is no function the model calls: left out."""
     value = store.value(ref) if ref else None
     out = []
     for tool in value if isinstance(value, list) else ():
+        if isinstance(tool, dict) and tool.get("type", "function") != "function":
+            continue
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
             parameters = function.get("parameters") or function.get("input_schema")
@@ -292,7 +295,7 @@ def offered_tools(store: ContentIndex, ref: str | None) -> list[dict[str, Any]]:
 def _row_tools(p: Prepared, store: ContentIndex, items: list[tuple[Turn, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The tools the row's calls were offered, as recorded with the calls; a
     tool that was called but not recorded as offered gets a schema inferred
-    from its calls' arguments."""
+    from its calls' arguments (not a hosted one, which the provider ran)."""
     tools: dict[str, dict[str, Any]] = {}
     inferred: set[str] = set()
     for turn, row in items:
@@ -304,7 +307,9 @@ def _row_tools(p: Prepared, store: ContentIndex, items: list[tuple[Turn, dict[st
             if name not in tools:
                 tools[name] = _tool_schema(name, None)
                 inferred.add(name)
-        for call in row["tool_calls"]:
+        for i, call in zip(turn.tool_calls, row["tool_calls"]):
+            if p.events[i].get("hosted"):  # run by the model's provider: no function tool
+                continue
             if call["tool"] and (call["tool"] not in tools or ("arguments" in call and call["tool"] in inferred)):
                 tools[call["tool"]] = _tool_schema(call["tool"], call.get("arguments"))
                 inferred.add(call["tool"])

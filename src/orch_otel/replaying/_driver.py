@@ -127,6 +127,12 @@ def _prepare(trace: Any, app: Any, contents: Mapping[str, str] | None, fork: str
                                  f"{' ...' if len(lacking) > 20 else ''} (record with ORCH_OTEL_RECORD_FOR_REPLAY"
                                  "=true or content capture on, and keep content/ beside the traces)")
     inputs = [run_input(s) for s in scripts]
+    check = getattr(adapter, "check_inputs", None)  # what only the framework knows makes a chain unplayable
+    if check is not None:
+        try:
+            check(inputs)
+        except ValueError as exc:
+            raise ReplayError(str(exc)) from exc
     if (fork is None) != (choose is None):
         raise ReplayError("a fork needs both the event (fork=) and the option (choose=)")
     fork_plan = plan(runs[-1], contents, fork, choose) if fork is not None and choose is not None else None

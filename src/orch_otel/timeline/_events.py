@@ -75,6 +75,8 @@ def _decision(event: dict[str, Any]) -> str:
         how = " (forced)" if forced is True else " (chosen)" if forced is False else ""
         source = f" by {escape(str(event['source']))}" if event.get("source") else ""
         text = f'<b>stop</b>: <span class="reason">{escape(str(event.get("reason", "?")))}</span>{how}{source}'
+        if event.get("awaiting"):
+            text += f' <span class="note">awaiting approval of {_names(event["awaiting"])}</span>'
     else:
         fan = f" <b>fan-out \u00d7{len(targets)}</b>" if len(targets) > 1 else ""
         text = f"<b>decide {escape(decision)}</b> \u2192 {_names(targets)}{fan}"
@@ -117,6 +119,9 @@ def describe(event: dict[str, Any]) -> str:
     elif kind == EventKind.HUMAN_INTERVENTION.value:
         resume = f" (resume of {escape(str(event['resume_of']))})" if event.get("resume_of") else ""
         text = f"<b>human input</b> \u2192 {escape(str(event.get('to') or '?'))}{resume}"
+        decided = [f"{word} {_names(event[word])}" for word in ("approved", "rejected") if event.get(word)]
+        if decided:
+            text += f' <span class="note">{"; ".join(decided)}</span>'
     else:
         text = f"<b>{escape(str(kind))}</b>"
     if event.get("status") == "error":

@@ -11,7 +11,12 @@ exactly one trace:
 - each model call (``chat {model}``) with that call's token usage and the
   exact input the model got (after handoff input filters),
 - function tools (``execute_tool {tool}`` with the model's call ids; parallel
-  calls overlap; a tool whose body raised is an error),
+  calls overlap; a tool whose body raised is an error; an MCP server's tools
+  name the server), local tools that are no functions (shell, computer,
+  apply_patch, custom tools), and hosted tools' calls (run by the provider:
+  inside the model call's span, marked hosted); a tool guardrail that rejects
+  a call or withholds a result is named on the tool call, and its tripwire is
+  the run's forced stop,
 - handoffs as a delegation by the handing-off agent, its enabled handoffs as
   the options, plus the ``transfer_to_*`` tool call with the model's call id,
 - agents as tools (and any run inside a tool or guardrail) as spawned
@@ -43,6 +48,7 @@ from collections.abc import Collection, Sequence
 from functools import partial
 from typing import Any
 
+from ...vocabulary import StopReason, ToolOutcome
 from .._lazy import LazyInstrumentor, OnImport
 from .._patch import Patches, recorder_for
 from .package import _instruments
@@ -65,15 +71,18 @@ class OpenAIAgentsInstrumentor(LazyInstrumentor):
         # The SDK is imported only here: on its first import, after the dependency check.
         from agents import exceptions, run, run_state, tool
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
-        from agents.run_internal import run_loop, tool_execution, turn_resolution
+        from agents.run_internal import run_loop, tool_actions, tool_execution, turn_resolution
 
-        from . import _runs, _steps
+        from . import _approvals, _runs, _steps
         from ._hooks import hooks_class
+        from ._local import local_tool
 
         recorder = recorder_for(kwargs.get("tracer_provider"))
         tripwires = {
-            exceptions.InputGuardrailTripwireTriggered: "input_guardrail_tripwire",
-            exceptions.OutputGuardrailTripwireTriggered: "output_guardrail_tripwire",
+            exceptions.InputGuardrailTripwireTriggered: StopReason.INPUT_GUARDRAIL_TRIPWIRE.value,
+            exceptions.OutputGuardrailTripwireTriggered: StopReason.OUTPUT_GUARDRAIL_TRIPWIRE.value,
+            exceptions.ToolInputGuardrailTripwireTriggered: StopReason.TOOL_INPUT_GUARDRAIL_TRIPWIRE.value,
+            exceptions.ToolOutputGuardrailTripwireTriggered: StopReason.TOOL_OUTPUT_GUARDRAIL_TRIPWIRE.value,
         }
 
         def end(state: Any, error: BaseException | None, result: Any = None) -> None:
@@ -87,7 +96,36 @@ class OpenAIAgentsInstrumentor(LazyInstrumentor):
         patches.wrap(run_loop, "get_all_tools", _steps.offered_tools())
         patches.wrap(tool_execution._FunctionToolBatchExecutor, "_execute_single_tool_body", _steps.function_tool())
         patches.wrap(tool, "maybe_invoke_function_tool_failure_error_function", _steps.tool_failure())
+        patches.wrap(tool_execution, "_execute_tool_input_guardrails", _steps.tool_guardrails(ToolOutcome.REJECTED))
+        patches.wrap(tool_execution, "_execute_tool_output_guardrails", _steps.tool_guardrails(ToolOutcome.WITHHELD))
         patches.wrap(turn_resolution, "check_for_final_output_from_tools", _steps.final_output_from_tools())
+        for action in (tool_actions.ShellAction, tool_actions.LocalShellAction, tool_actions.ComputerAction,
+                       tool_actions.ApplyPatchAction, tool_actions.CustomToolAction):
+            patches.wrap(action, "execute", local_tool())
         for module in (run, run_loop):
             patches.wrap(module, "resolve_run_error_handler_result", _steps.error_handler())
-            patches.wrap(module, "prepare_input_with_session", _runs.session_input())
+        patches.wrap(run, "prepare_input_with_session", _runs.session_input(streamed=False))
+        patches.wrap(run_loop, "prepare_input_with_session", _runs.session_input(streamed=True))  # start_streaming
+        for module in (turn_resolution, tool_execution):  # a resumed turn's rejections, and a later call's
+            patches.wrap(module, "resolve_approval_rejection_message", _approvals.rejected_tool())
+        self._patch_models(patches)
+        from ._replay import seams
+
+        seams(patches)
+
+    @staticmethod
+    def _patch_models(patches: Patches) -> None:
+        """The model the provider says answered, where the SDK's OpenAI models fetch the response."""
+        from agents.models import openai_chatcompletions, openai_responses
+        from openai.types.chat import ChatCompletion
+        from openai.types.responses import Response
+
+        from ._fetched import fetched, streamed
+
+        responses = (openai_responses.OpenAIResponsesModel, openai_responses.OpenAIResponsesWSModel)
+        for cls in (*responses, openai_chatcompletions.OpenAIChatCompletionsModel):
+            if "_fetch_response" in vars(cls):
+                patches.wrap(cls, "_fetch_response", fetched((Response, ChatCompletion)))
+        for cls in responses:
+            if "stream_response" in vars(cls):
+                patches.wrap(cls, "stream_response", streamed())

@@ -14,6 +14,8 @@ from typing import Any
 
 from ..._invocation import ERROR
 from ...vocabulary import StopReason
+from ._hosted import record_calls as record_hosted_calls
+from ._local import started as local_tool_started
 from ._state import RunState, model_name, plain, telemetry_failed
 
 
@@ -51,16 +53,30 @@ def llm_started(state: RunState, agent: Any, system_prompt: Any, input_items: An
 
 def llm_ended(state: RunState, response: Any) -> None:
     llm, state.llm = state.llm, None
-    output = plain(list(getattr(response, "output", None) or ()))
+    output = _without_logprobs(plain(list(getattr(response, "output", None) or ())))
     state.calls = {item["name"]: (str(item.get("call_id") or ""), item.get("arguments"))
                    for item in output if isinstance(item, dict) and item.get("type") == "function_call"
                    and isinstance(item.get("name"), str)}
     if llm is None:
+        record_hosted_calls(state, output, state.segment.context if state.segment is not None else state.parent)
         return
     usage = getattr(response, "usage", None)
     llm.set_response(output, input_tokens=getattr(usage, "input_tokens", None),
                      output_tokens=getattr(usage, "output_tokens", None))
+    record_hosted_calls(state, output, llm.context)  # they ran inside this call, at the provider
     llm.end()
+
+
+def _without_logprobs(items: list[Any]) -> list[Any]:
+    """A reply's items as recorded: the logprobs the SDK puts on its text parts
+    are token data, kept only in the local token store (token capture), never
+    on a span."""
+    for item in items:
+        parts = item.get("content") if isinstance(item, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict):
+                part.pop("logprobs", None)
+    return items
 
 
 def handed_off(state: RunState, to_agent: Any) -> None:
@@ -94,12 +110,16 @@ def agent_ended(state: RunState) -> None:
         segment.stop(StopReason.END.value)
 
 
-def resumed(state: RunState, agent: Any) -> None:
+def resumed(state: RunState, agent: Any, approvals: Any = None) -> None:
     """A run resumed from a ``RunState`` (after a human's approvals): the
-    human's intervention, and the segment of the agent that was interrupted,
-    which runs the approved tools before its next turn."""
+    human's intervention (the call ids approved and rejected; the decisions
+    as content), and the segment of the agent that was interrupted, which runs
+    the approved tools before its next turn."""
     target = state.root.span if state.root is not None else None
-    state.recorder.human_intervention(resume_of=state.resume_of, span=target)
+    state.recorder.human_intervention(
+        approvals.content() if approvals is not None else None, resume_of=state.resume_of, span=target,
+        approved=approvals.approved if approvals is not None else None,
+        rejected=approvals.rejected if approvals is not None else None)
     if agent is not None:
         agent_started(state, agent)
         state.resumed = True
@@ -132,7 +152,7 @@ def _record(what: str, fn: Any, *args: Any) -> None:
 def hooks_class(run_hooks: type) -> type:
     """A ``RunHooks`` subclass that records into a run's state and forwards
     every callback to the app's hooks. Callbacks orch-otel does not use
-    (tool start and end, and any a later SDK adds) are forwarded as they are."""
+    (tool end, and any a later SDK adds) are forwarded as they are."""
 
     class OrchOtelRunHooks(run_hooks):
         def __init__(self, state: RunState, user: Any) -> None:
@@ -158,6 +178,11 @@ def hooks_class(run_hooks: type) -> type:
             _record("handoff", handed_off, self._orch_otel_state, to_agent)
             if self._orch_otel_user is not None:
                 await self._orch_otel_user.on_handoff(context=context, from_agent=from_agent, to_agent=to_agent)
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            _record("tool start", local_tool_started, tool)
+            if self._orch_otel_user is not None:
+                await self._orch_otel_user.on_tool_start(context, agent, tool)
 
         async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
             _record("agent end", agent_ended, self._orch_otel_state)

@@ -9,7 +9,7 @@ import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Link, SpanContext
@@ -18,10 +18,11 @@ from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
 from ..._invocation import Invocation, content_into
 from ...recorder import Recorder
 from ...vocabulary import Attr
+from ._approvals import Approvals, decisions
 from ._hooks import close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
 
-Begin = Callable[[tuple[Any, ...], dict[str, Any]], "tuple[RunState, dict[str, Any]] | None"]
+Begin = Callable[..., "tuple[RunState, dict[str, Any]] | None"]  # (args, kwargs, streamed=False)
 End = Callable[..., None]  # (state, error, result=None)
 
 
@@ -30,11 +31,14 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
     with (orch-otel's hooks around the app's), or None to run untraced."""
     run_hooks_base, agent_hooks_base = hook_bases
 
-    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunState, dict[str, Any]] | None:
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any], streamed: bool = False
+              ) -> tuple[RunState, dict[str, Any]] | None:
         hooks = kwargs.get("hooks")
         if hooks is not None and (not isinstance(hooks, run_hooks_base) or isinstance(hooks, agent_hooks_base)):
             return None  # the SDK refuses these hooks with its own error: leave it to say so
         run_config = kwargs.get("run_config")
+        run_input = arg(args, kwargs, 1, "input")
+        approvals = _decisions(run_input) if _is_state(run_input) else None
         caller = RUN.get()
         if caller is not None and not caller.finished:  # a run inside a tool or guardrail of another run
             tool = TOOL.get()
@@ -45,19 +49,20 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
         else:
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
-            run_input = arg(args, kwargs, 1, "input")
-            previous = _interrupted_run(run_input) if _is_state(run_input) else None
+            resuming = _is_state(run_input)
+            previous = _interrupted_run(run_input) if resuming else None
+            task_id = _task_id(run_config, kwargs.get("session"), run_input if resuming else None)
             root = recorder.workflow(
-                workflow, task_id=_task_id(run_config, kwargs.get("session")), system=SYSTEM,
-                input=_run_input(run_input, workflow),
-                links=[Link(previous, {"orch.link": "resume_of"})] if previous is not None else None,
+                workflow, task_id=task_id or (previous.task_id if previous is not None else None), system=SYSTEM,
+                input=_run_input(run_input, workflow, streamed, approvals),
+                links=[Link(previous.context, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
             state = RunState(recorder, root, root.context or otel_context.get_current(), nested=False,
                              run_config=run_config)
             if previous is not None:
-                state.resume_of = format(previous.trace_id, "032x")
-        if _is_state(arg(args, kwargs, 1, "input")):
-            resumed(state, getattr(arg(args, kwargs, 1, "input"), "_current_agent", None))
+                state.resume_of = format(previous.context.trace_id, "032x")
+        if _is_state(run_input):
+            resumed(state, getattr(run_input, "_current_agent", None), approvals)
         return state, {**kwargs, "hooks": hooks_cls(state, hooks)}
 
     def _is_state(value: Any) -> bool:
@@ -66,9 +71,16 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
     return begin
 
 
+class Interrupted(NamedTuple):
+    """An interrupted run a resume links to, and its task (the resume joins it)."""
+
+    context: SpanContext
+    task_id: str
+
+
 # The interrupted runs awaiting a resume, by the call ids of the tool calls awaiting approval
 # (what the resumed RunState carries too); bounded: a run never resumed is forgotten eventually.
-INTERRUPTED: OrderedDict[tuple[str, ...], SpanContext] = OrderedDict()
+INTERRUPTED: OrderedDict[tuple[str, ...], Interrupted] = OrderedDict()
 _INTERRUPTED_MAX = 1024
 _interrupted_lock = threading.Lock()
 
@@ -83,7 +95,7 @@ def _pending_calls(items: Any) -> tuple[str, ...]:
     return tuple(sorted(_call_id(i) for i in items or ()))
 
 
-def _interrupted_run(run_state: Any) -> SpanContext | None:
+def _interrupted_run(run_state: Any) -> Interrupted | None:
     """The interrupted run that ``run_state`` resumes, if this process recorded it."""
     try:
         calls = _pending_calls(run_state.get_interruptions())
@@ -95,34 +107,54 @@ def _interrupted_run(run_state: Any) -> SpanContext | None:
 
 
 def _remember_interrupt(state: RunState, result: Any) -> None:
+    """The interrupted run, by the calls awaiting approval: for a resume in
+    this process to find, and on its root (ids, not content) for a reader to
+    join a resume recorded in another process (its approved and rejected ids)."""
     calls = _pending_calls(getattr(result, "interruptions", None))
     if state.root is None or not any(calls):
         return
+    state.root.set(Attr.AWAITING, [c for c in calls if c])
     context = state.root.span.get_span_context()
     if context.is_valid:
+        attributes = getattr(state.root.span, "attributes", None) or {}
+        task_id = str(attributes.get(Attr.TASK_ID) or format(context.trace_id, "032x"))  # the converter's default
         with _interrupted_lock:
-            INTERRUPTED[calls] = context
+            INTERRUPTED[calls] = Interrupted(context, task_id)
             while len(INTERRUPTED) > _INTERRUPTED_MAX:
                 INTERRUPTED.popitem(last=False)
 
 
-def _task_id(run_config: Any, session: Any) -> str | None:
-    """The SDK's link between the traces of one conversation, else the session's id."""
-    group = getattr(run_config, "group_id", None)
+def _decisions(run_state: Any) -> Approvals | None:
+    try:
+        return decisions(run_state)
+    except Exception:
+        telemetry_failed("approvals")
+        return None
+
+
+def _task_id(run_config: Any, session: Any, run_state: Any = None) -> str | None:
+    """The SDK's link between the traces of one conversation (a resumed state
+    carries its run's, as the SDK's tracing kept it), else the session's id."""
+    group = getattr(run_config, "group_id", None) or getattr(getattr(run_state, "_trace_state", None), "group_id", None)
     if group:
         return str(group)
     session_id = getattr(session, "session_id", None)
     return str(session_id) if session_id else None
 
 
-def _run_input(value: Any, workflow: str) -> Any:
-    """The run's input as a replay feeds it again (a RunState resumes: its input is in the state)."""
+def _run_input(value: Any, workflow: str, streamed: bool, approvals: Approvals | None = None) -> Any:
+    """The run's input as a replay feeds it again, and how: streamed or not. A
+    run resumed from a ``RunState``: the human's decisions, which a replay
+    applies to the state of the interrupted run it has just replayed."""
+    how = {"workflow": workflow, **({"streamed": True} if streamed else {})}
+    if approvals is not None:
+        return {"resume": approvals.content() or [], **how}
     if value is None or not isinstance(value, (str, list)):
         return None
-    return {"input": plain(value), "workflow": workflow}
+    return {"input": plain(value), **how}
 
 
-def session_input() -> Any:
+def session_input(streamed: bool) -> Any:
     """``prepare_input_with_session``: a run with a session feeds its agent the
     session's history, then the new input. The root's input becomes that whole
     list, so the run's record holds what the agent got and a replay needs no
@@ -137,7 +169,7 @@ def session_input() -> Any:
                     and arg(args, kwargs, 1, "session") is not None and state.segments == 0):
                 workflow = getattr(state.run_config, "workflow_name", None) or DEFAULT_WORKFLOW
                 attrs: dict[str, Any] = {}
-                content_into(attrs, state.recorder.content, _run_input(prepared[0], workflow),
+                content_into(attrs, state.recorder.content, _run_input(prepared[0], workflow, streamed),
                              Attr.INPUT_REF, Attr.RUN_INPUT)
                 state.root.span.set_attributes(attrs)
         except Exception:
@@ -193,8 +225,11 @@ def _stop(state: RunState, error: BaseException | None, limit_errors: tuple[type
 
 
 def _guardrail_name(error: BaseException) -> str | None:
+    """The guardrail a tripwire names: an agent's (``guardrail_result``) or a tool's (``guardrail``)."""
+    result = getattr(error, "guardrail_result", None)
+    guardrail = getattr(result, "guardrail", None) or getattr(error, "guardrail", None)
     try:
-        return str(error.guardrail_result.guardrail.get_name())  # type: ignore[attr-defined]
+        return str(guardrail.get_name())  # type: ignore[union-attr]
     except Exception:
         return None
 
@@ -233,7 +268,7 @@ def run_streamed_wrapper(begin: Begin, end: End) -> Any:
 
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
-            begun = begin(args, kwargs)
+            begun = begin(args, kwargs, streamed=True)
         except Exception:
             telemetry_failed("streamed run start")
             begun = None

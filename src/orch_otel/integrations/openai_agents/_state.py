@@ -30,10 +30,13 @@ DEFAULT_WORKFLOW = "Agent workflow"  # RunConfig.workflow_name's default
 @dataclass
 class ToolRun:
     """A function tool's execution; ``error`` is set when its body raised and
-    the tool's failure function turned that into the result."""
+    the tool's failure function turned that into the result; ``outcome`` and
+    ``guardrail`` when a tool guardrail rejected the call or withheld its result."""
 
     invocation: ToolInvocation
     error: BaseException | None = None
+    outcome: str | None = None
+    guardrail: str | None = None
 
 
 @dataclass

@@ -1,0 +1,195 @@
+"""OpenAI Agents SDK tools beyond plain function tools: tool guardrails,
+hosted (provider-side) tools and an MCP server's tools. The real SDK and a
+real MCP server over stdio (tests/mcp_notes_server.py); only the model is
+scripted (tests/openai_agents_apps.py). Expected facts come from each app's
+code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+
+import openai_agents_apps as apps  # noqa: E402
+from agents.exceptions import ToolInputGuardrailTripwireTriggered, ToolOutputGuardrailTripwireTriggered  # noqa: E402
+from conftest import check_trace, events_of, instrumentor_fixture, recording  # noqa: E402
+
+from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+from orch_otel.vocabulary import Attr  # noqa: E402
+
+instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
+
+
+def _one_trace(captured) -> dict:
+    (trace,) = captured.traces()
+    return check_trace(trace)
+
+
+def _stops(trace: dict) -> list[tuple]:
+    return [(e["agent"], e["reason"], e.get("source"), e["forced"])
+            for e in events_of(trace, "orchestrator_decision", decision="stop")]
+
+
+def _results(trace: dict) -> dict[str, tuple]:
+    return {e["call_id"]: (e["tool"], e["status"], e.get("outcome"), e.get("guardrail"))
+            for e in events_of(trace, "tool_result")}
+
+
+def _spans(captured, operation: str) -> list:
+    return [s for s in captured.spans if s.attributes.get(Attr.OPERATION) == operation]
+
+
+# -- tool guardrails ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_rejected_tool_call_did_not_run_and_a_withheld_result_names_its_guardrail(captured, streamed):
+    assert apps.guarded_tools(streamed).final_output == "could not do either"
+    assert apps.tool_bodies_run == ["read_file notes"]  # delete_file's body never ran
+    trace = _one_trace(captured)
+    # Both are the model's calls (tool_call events); neither tool failed: a guardrail stopped each.
+    assert [(e["tool"], e["call_id"]) for e in events_of(trace, "tool_call")] == [("delete_file", "g1"),
+                                                                                 ("read_file", "g2")]
+    assert _results(trace) == {"g1": ("delete_file", "ok", "rejected", "no_system_paths"),
+                               "g2": ("read_file", "ok", "withheld", "redact_secrets")}
+    assert _stops(trace) == [("clerk", "end", None, False), ("files", "end", None, False)]
+
+
+def test_the_model_got_the_guardrails_messages_as_the_tool_results(captured):
+    with recording(capture=True):
+        apps.guarded_tools()
+    (conversion,) = captured.conversions()
+    results = {e["call_id"]: conversion.contents[e["content_ref"]]
+               for e in events_of(conversion.trace, "tool_result")}
+    assert json.loads(results["g1"]) == "refused: system path"
+    assert json.loads(results["g2"]) == "withheld: it held a secret"
+
+
+def test_a_tool_input_tripwire_is_the_runs_forced_stop_and_the_tool_did_not_run(captured):
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        apps.tool_input_tripwire()
+    assert apps.tool_bodies_run == []
+    trace = _one_trace(captured)
+    assert _stops(trace) == [("files", "tool_input_guardrail_tripwire", "no_deletes", True)]
+    assert _results(trace) == {"x1": ("wipe", "ok", "rejected", "no_deletes")}
+    (agent_return,) = events_of(trace, "return", agent="clerk")
+    assert agent_return["status"] == "error"  # the run raised through the agent, as for the agent's own tripwires
+
+
+def test_a_tool_output_tripwire_is_the_runs_forced_stop_after_the_tool_ran(captured):
+    with pytest.raises(ToolOutputGuardrailTripwireTriggered):
+        apps.tool_output_tripwire()
+    assert apps.tool_bodies_run == ["dump vault"]
+    trace = _one_trace(captured)
+    assert _stops(trace) == [("files", "tool_output_guardrail_tripwire", "no_leaks", True)]
+    assert _results(trace) == {"x2": ("dump", "ok", "withheld", "no_leaks")}
+
+
+# -- hosted tools -----------------------------------------------------------------------------------
+
+
+def test_hosted_calls_are_tool_calls_the_provider_ran_inside_the_model_call(captured):
+    assert apps.hosted_tools().final_output == "Refunds within 30 days; invoice 42 is paid."
+    trace = _one_trace(captured)
+    calls = [(e["tool"], e["call_id"], e.get("hosted", False), e.get("server"))
+             for e in events_of(trace, "tool_call")]
+    assert calls == [("web_search", "ws_1", True, None), ("file_search", "fs_1", True, None),
+                     ("search_docs", "mcp_1", True, "docs"), ("lookup_invoice", "t1", False, None)]
+    by_id = {s.span_id: s for s in captured.spans}
+    (first_call, _) = _spans(captured, "chat")
+    for span in _spans(captured, "execute_tool"):
+        hosted = span.attributes.get(Attr.TOOL_HOSTED, False)
+        parent = by_id[span.parent_id]
+        # a hosted call ran at the provider, inside the model call; the function tool ran in the agent
+        assert (parent.span_id == first_call.span_id) == hosted, span.name
+        assert parent.attributes[Attr.OPERATION] == ("chat" if hosted else "invoke_agent")
+
+
+def test_a_hosted_call_the_provider_says_failed_is_a_failed_tool_call(captured):
+    assert apps.failed_web_search().final_output == "I could not search."
+    trace = _one_trace(captured)
+    assert _results(trace) == {"ws_9": ("web_search", "error", "error", None)}
+    assert _stops(trace) == [("researcher", "end", None, False), ("research", "end", None, False)]
+
+
+def test_an_agent_offers_its_hosted_tools_by_type_and_name_never_their_configuration(captured):
+    with recording(capture=True):
+        apps.hosted_tools()
+    (conversion,) = captured.conversions()
+    first = events_of(conversion.trace, "message", channel="llm")[0]
+    offered = json.loads(conversion.contents[first["tools_ref"]])
+    assert [(t.get("type"), t.get("name") or t["function"]["name"]) for t in offered] == [
+        ("web_search", "web_search"), ("file_search", "file_search"), ("mcp", "hosted_mcp"),
+        ("function", "lookup_invoice")]
+    assert offered[2]["server_label"] == "docs"
+    spans = json.dumps([dict(s.attributes) for s in captured.spans], default=str)
+    assert apps.HOSTED_MCP_SECRET not in spans and apps.HOSTED_MCP_SECRET not in json.dumps(conversion.contents)
+
+
+def test_a_hosted_calls_input_and_result_are_content_kept_only_when_captured(captured):
+    apps.hosted_tools()
+    with recording(capture=True):
+        apps.hosted_tools()
+    plain, kept = captured.conversions()
+    assert "refunds" not in json.dumps(plain.contents)  # capture off: refs (hashes) only, no text
+    refs = {e["call_id"]: e["content_ref"] for e in events_of(kept.trace, "tool_call")}
+    assert json.loads(kept.contents[refs["mcp_1"]]) == '{"q": "refunds"}'
+    assert json.loads(kept.contents[refs["fs_1"]]) == {"queries": ["refunds"]}
+    (mcp_result,) = events_of(kept.trace, "tool_result", call_id="mcp_1")
+    assert json.loads(kept.contents[mcp_result["content_ref"]]) == "30 days"
+
+
+# -- an MCP server's tools ----------------------------------------------------------------------------
+
+
+def test_an_mcp_servers_tool_is_a_tool_call_naming_the_server_and_is_offered(captured):
+    with recording(capture=True):
+        assert apps.mcp_server_tools().final_output == "Noted."
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    (call,) = events_of(trace, "tool_call")
+    assert (call["agent"], call["tool"], call["call_id"], call["server"], call.get("hosted")) == (
+        "scribe", "add_note", "n1", "notes", None)  # run by the app's process, through the server
+    (result,) = events_of(trace, "tool_result")
+    assert result["status"] == "ok" and "noted: buy milk" in conversion.contents[result["content_ref"]]
+    first = events_of(trace, "message", channel="llm")[0]
+    offered = json.loads(conversion.contents[first["tools_ref"]])
+    assert [t["function"]["name"] for t in offered] == ["add_note"]
+    assert offered[0]["function"]["parameters"]["properties"]["text"]["type"] == "string"
+
+
+# -- local tools that are no function tools -------------------------------------------------------
+
+
+def test_a_shell_command_and_a_custom_tool_are_tool_calls_with_the_models_call_ids(captured):
+    with recording(capture=True):
+        assert apps.local_tools().final_output == "done"
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert sorted((e["agent"], e["tool"], e["call_id"], e.get("hosted")) for e in events_of(trace, "tool_call")) == [
+        ("operator", "shell", "s1", None), ("operator", "shout", "c1", None)]  # run by the app, not the provider
+    results = {e["call_id"]: (e["status"], json.loads(conversion.contents[e["content_ref"]]))
+               for e in events_of(trace, "tool_result")}
+    assert results["c1"] == ("ok", "HELLO")
+    assert results["s1"][0] == "ok" and "ran: echo hi" in json.dumps(results["s1"][1])
+    assert {s.attributes[Attr.TOOL_CALL_ID]: s.attributes[Attr.TOOL_TYPE] for s in _spans(captured, "execute_tool")} == {
+        "s1": "shell", "c1": "custom_tool"}
+
+
+def test_a_shell_command_awaiting_approval_did_not_run_and_is_no_tool_call(captured):
+    result = apps.local_tool_awaiting_approval()
+    assert [i.raw_item.call_id for i in result.interruptions] == ["s1"]
+    trace = _one_trace(captured)
+    assert events_of(trace, "tool_call") == []
+    assert _stops(trace) == [("ops", "interrupt", None, True)]
+
+
+def test_a_computer_action_on_the_apps_computer_is_a_tool_call(captured):
+    result, done = apps.computer_use()
+    assert result.final_output == "clicked" and done == ["click 10,20 left"]
+    trace = _one_trace(captured)
+    assert [(e["agent"], e["tool"], e["call_id"]) for e in events_of(trace, "tool_call")] == [
+        ("pilot", "computer", "k1")]
+    assert [e["status"] for e in events_of(trace, "tool_result")] == ["ok"]
