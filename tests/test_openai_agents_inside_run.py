@@ -23,11 +23,12 @@ from conftest import check_trace, decisions_of, events_of, instrumentor_fixture,
 
 import orch_otel  # noqa: E402
 from orch_otel import Attr  # noqa: E402
+from orch_otel.integrations.autogen import AutoGenInstrumentor  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 from orch_otel.recorder import get_recorder  # noqa: E402
 from orch_otel.replaying import replay  # noqa: E402
 
-instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
+instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor, AutoGenInstrumentor)
 
 CHAT = ("chat ScriptedModel", [])  # the scripted model's class names its calls
 
@@ -85,6 +86,28 @@ def test_the_same_streamed_and_inside_an_apps_agent(captured):
     trace = one_trace(captured)
     assert pairs(trace, "spawn") == [("front", "triage")]  # the app's agent spawned it, not its workflow
     assert stops(trace) == [("triage", "end", None, False), ("desk", "end", None, False)]
+
+
+async def test_a_run_an_autogen_agents_tool_makes_is_spawned_by_that_agent(captured):
+    from autogen_agentchat.agents import AssistantAgent
+
+    from orch_otel.integrations.autogen.testing import replay as replay_client
+    from orch_otel.integrations.autogen.testing import tool_call as autogen_tool_call
+
+    async def ask_support(question: str) -> str:
+        """Ask the support desk."""
+        out = await Runner.run(apps.support_agents(), question, run_config=RunConfig(workflow_name="support"))
+        return out.final_output
+
+    # desk's model asks for ask_support (no reflection: the tool's result is desk's answer); the tool runs the SDK
+    desk = AssistantAgent("desk", tools=[ask_support], model_client=replay_client(
+        autogen_tool_call("ask_support", {"question": "Is invoice 42 paid?"}, "call_desk")))
+    await desk.run(task="go")
+    assert span_tree(captured.spans) == [("invoke_agent desk", [
+        ("chat ReplayChatCompletionClient", []), ("execute_tool ask_support", SUPPORT_AGENTS)])]
+    trace = one_trace(captured)
+    assert trace["system"] == "autogen"
+    assert pairs(trace, "spawn") == [("desk", "triage")]
 
 
 def test_an_input_guardrail_tripwire_inside_the_apps_workflow_is_the_guarded_agents_forced_stop(captured):
