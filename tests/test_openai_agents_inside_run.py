@@ -250,3 +250,34 @@ def test_a_run_inside_a_workflow_function_replays_with_every_call_served(capture
     # served: triage's 2 model calls, billing's 2 and its lookup_invoice; nothing live (the two
     # handoffs are the runner's own moves, no call a replay serves or makes)
     assert (result.served, result.live, result.app_errors) == (5, 0, [None])
+
+
+@orch_otel.workflow("refunds-desk", task_id="ticket-59")
+def refunds_desk(text: str) -> str:
+    agent = apps.approval_agent()  # a fresh agent (and model script) per call, as a replay needs
+    first = apps.run(agent, text, run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        state.approve(item)
+    return apps.run(agent, state, run_config=RunConfig(workflow_name="refunds")).final_output
+
+
+@function_tool(name_override="refund", needs_approval=True)
+def raising_refund(amount: int) -> str:
+    """Refund an amount (a human approves it first)."""
+    raise CalledForReal("tool refund was called during replay")
+
+
+def test_an_approval_and_its_resume_inside_a_workflow_function_replay_with_every_call_served(captured, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        assert refunds_desk("Refund 5.") == "Refunded 5."
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert [e["to"] for e in events_of(trace, "human_intervention")] == ["cashier"]
+    monkeypatch.setattr(apps, "model", lambda *steps, traces=True: RaisingModel())
+    monkeypatch.setattr(apps, "refund", raising_refund)
+    result = replay(trace, refunds_desk, contents=conversion.contents)
+    assert result.equal, result.divergence.describe()
+    # served: the cashier's call asking for refund a1, the approved refund, and its answer after it
+    assert (result.served, result.live, result.app_errors) == (3, 0, [None])
