@@ -25,7 +25,9 @@ Agent Framework facts the truths rely on (docs/agent-framework.md):
 - a termination condition that holds after an agent's reply is that agent's
   voluntary stop, then the run's (the framework's completion text); the
   round limits are forced stops by the run; a manager that ends the chat
-  (GroupChat's terminate, Magentic's "satisfied" ledger) stops first.
+  (GroupChat's terminate, Magentic's "satisfied" ledger) stops first;
+- a workflow run inside a run the app records (``orch_otel.workflow``) is an
+  agent named by the workflow's name, spawned by that run's agent.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from collections.abc import Callable
 from typing import Any
 
 import maf_apps as apps
-from fidelity import Aggregate, Case, Delegation, Stop, Truth
+from fidelity import Aggregate, Case, Delegation, Spawn, Stop, Truth
+
+import orch_otel
 
 TIMEOUT = 30  # a hang fails the case instead of blocking the suite
 
@@ -256,6 +260,35 @@ CASES.append(
             delegations=_chain("Sequential", "raw_writer", "echo"),
             stop=Stop("Sequential", "end"),
             topology="centralized",
+        ),
+    ),
+)
+
+
+def _inside_workflow() -> None:
+    async def app() -> None:
+        with orch_otel.workflow("support", task_id="ticket-76"):
+            await apps.consume(apps.sequential(), "go")
+
+    asyncio.run(asyncio.wait_for(app(), TIMEOUT))
+
+
+CASES.append(
+    Case(
+        framework="agent_framework",
+        run=_inside_workflow,
+        truth=Truth(
+            app="agent framework Sequential inside the app's orch_otel.workflow('support'): the app's run spawns it",
+            # the workflow is one agent of the app's run; drafter's and reviewer's turns are its participants'
+            instances={"Sequential": 1},
+            spawned_by={"Sequential": "support"},
+            spawns=(Spawn("support", ("Sequential",)),),
+            delegations=_chain("Sequential", "drafter", "reviewer"),
+            stop=Stop("Sequential", "end"),  # it runs out of messages; the app's block then ends its own run
+            # the app's workflow only wraps the workflow (no model, no decision of its own): not a level
+            topology="centralized",
+            task_id="ticket-76",
+            system="custom",
         ),
     ),
 )

@@ -11,7 +11,10 @@ SDK facts the truths rely on:
   ``transfer_to_<agent>`` tool call with the model's call id;
 - an agent's answer is its own voluntary stop ``end``; ``stop_on_first_tool``
   and ``StopAtTools`` are its voluntary stop by tool; a guardrail tripwire and
-  ``max_turns`` are the run's (the workflow's) forced stop.
+  ``max_turns`` are the run's (the workflow's) forced stop;
+- a run inside a run the app records (``orch_otel.workflow``) has no workflow
+  of its own: that run spawns its starting agent, and a tripwire or limit is
+  the forced stop of the agent it stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 import openai_agents_apps as apps
-from fidelity import Case, Delegation, Stop, Truth
+from fidelity import Case, Delegation, Spawn, Stop, Truth
+
+import orch_otel
 
 
 def _raising(run: Any, error: str) -> Any:
@@ -206,3 +211,46 @@ CASES.append(Case(
         stop=Stop("operator", "end"),
     ),
 ))
+
+
+def _inside_workflow() -> None:
+    with orch_otel.workflow("front-desk", task_id="ticket-60"):
+        apps.routed()
+
+
+def _tripwire_inside_workflow() -> None:
+    with orch_otel.workflow("front-desk", task_id="ticket-61"):
+        apps.input_tripwire()
+
+
+# Runs inside the app's own run, next to the AutoGen and LangGraph ones.
+CASES += [
+    Case(
+        framework="openai_agents",
+        run=_inside_workflow,
+        truth=Truth(
+            app="openai-agents handoff run inside the app's orch_otel.workflow('front-desk'): the app's run spawns router",
+            # router is the one agent the app's run started; sales is router's handoff, not a spawn
+            instances={"router": 1},
+            spawned_by={"router": "front-desk"},
+            spawns=(Spawn("front-desk", ("router",)),),
+            delegations=(Delegation("router", "sales", frozenset({"sales", "support"})),),
+            tool_calls=(("router", "transfer_to_sales", "r1"),),
+            stop=Stop("sales", "end"),  # sales answers; the app's block then ends its own run
+            task_id="ticket-60",
+            system="custom",
+        ),
+    ),
+    Case(
+        framework="openai_agents",
+        run=_raising(_tripwire_inside_workflow, "InputGuardrailTripwireTriggered"),
+        truth=Truth(
+            app="openai-agents input guardrail no_secrets trips inside the app's orch_otel.workflow('front-desk')",
+            instances={"assistant": 1},
+            spawned_by={"assistant": "front-desk"},
+            stop=Stop("assistant", "input_guardrail_tripwire", forced=True),  # the agent it guards, before its turn
+            task_id="ticket-61",
+            system="custom",
+        ),
+    ),
+]

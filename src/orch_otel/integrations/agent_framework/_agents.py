@@ -6,8 +6,10 @@ nest under orch-otel's spans): ``Agent.run`` (streaming and not) and
 through both and is recorded once); for a workflow participant of any other
 class, ``AgentExecutor._run_agent`` / ``_run_agent_streaming``. At the top an
 agent run is the trace root; inside a workflow run it is a participant's
-turn; inside another agent's tool call (``as_tool``) a spawned sub-agent,
-whose stop is its own (``end``), as is a tool loop's limit (forced).
+turn; inside another agent's tool call (``as_tool``), or inside a run the app
+records itself (``orch_otel.workflow()``, ``@workflow`` / ``@agent``), a
+spawned sub-agent, whose stop is its own (``end``), as is a tool loop's limit
+(forced).
 
 A streamed run returns a ``ResponseStream``: its span is made current around
 each pull (``with_pull_context_manager``, as the framework does for its own
@@ -22,7 +24,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..._invocation import ERROR, OK
+from ..._invocation import ERROR, OK, in_run
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
 from .._calls import arg, attached
@@ -52,20 +54,26 @@ def _begin_agent(recorder: Recorder, agent: Any, messages: Any) -> Scope:
     name = _agent_name(agent)
     common: dict[str, Any] = {"agent_id": str(getattr(agent, "id", None) or name), "role": type(agent).__name__,
               "description": getattr(agent, "description", None)}
-    if parent is None:
+    spawned = parent is not None and parent.workflow is None  # inside another agent's tool call
+    if parent is None and in_run():  # inside the app's run (or another framework's): a sub-agent it spawned
+        recorder.spawn(name)
+        spawned = True
+    if spawned:
+        inv = recorder.agent(name, spawned=True, **common)
+    elif parent is None:
         inv = recorder.agent(name, system=SYSTEM, topology=_topology(agent),
                              input={"messages": messages_view(messages)} if recorder.content.capture else None,
                              **common)
-    elif parent.workflow is not None:  # a participant's turn in a workflow run
+    else:  # a participant's turn in a workflow run
         fan = FANOUT.get()
         inv = recorder.agent(name, fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
                              **common)
-    else:  # inside another agent's tool call: a spawned sub-agent
-        inv = recorder.agent(name, spawned=True, **common)
     inv.start(attach=False)
     if parent is not None and parent.workflow is not None:
         parent.turns[name] = inv
-    return Scope(name, inv, parent)
+    scope = Scope(name, inv, parent)
+    scope.spawned = spawned
+    return scope
 
 
 LOOP_LIMIT = "function invocation limit"  # the framework's own name for it (its FunctionInvocationLimit)
@@ -80,10 +88,9 @@ def finish(recorder: Recorder, scope: Scope, error: BaseException | None) -> Non
     try:
         inv = scope.invocation
         outcome = OK if error is None else recorder.classify(error)
-        nested = scope.parent is not None and scope.parent.workflow is None
         if scope.limit and outcome == OK:  # the tool loop's budget ended the turn, not the model's choice
             inv.stop(LOOP_LIMIT, source=LOOP_LIMIT_SOURCE, forced=True)
-        elif nested and outcome == OK:
+        elif scope.spawned and outcome == OK:
             inv.stop(StopReason.END.value)
         if outcome == ERROR:
             inv.fail(error)  # type: ignore[arg-type]

@@ -32,7 +32,8 @@ GENERATED_WORKFLOW_NAME = "workflow"  # the root's name for a WorkflowBuilder gi
 class Scope:
     """A workflow run or an agent invocation in progress."""
 
-    __slots__ = ("name", "invocation", "ctx", "parent", "workflow", "agents", "turns", "task_id", "stop", "limit", "ended")
+    __slots__ = ("name", "invocation", "ctx", "parent", "workflow", "agents", "turns", "task_id", "stop", "limit", "ended",
+                 "spawned")
 
     def __init__(self, name: str, invocation: Invocation, parent: Scope | None, workflow: Any = None) -> None:
         self.name = name
@@ -46,6 +47,7 @@ class Scope:
         self.stop: tuple[str, bool, str | None] | None = None  # an orchestrator's end: (reason, forced, source)
         self.limit = False  # an agent's tool loop ran out of its budget (FunctionInvocationConfiguration)
         self.ended = False
+        self.spawned = False  # an agent run another agent's tool call, or the app's own run, spawned
 
     @property
     def span(self) -> Any:

@@ -32,11 +32,12 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
-from ..._invocation import CANCELLED, ERROR, INTERRUPTED, OK
+from ..._invocation import CANCELLED, ERROR, INTERRUPTED, OK, in_run
 from ...recorder import Recorder
-from ...vocabulary import StopReason, Topology
+from ...vocabulary import Attr, StopReason, Topology
 from .._calls import attached
 from ._messages import messages_view
 from ._state import DELIVERY, FANOUT, GENERATED_WORKFLOW_NAME, SYSTEM, Delivery, Scope, current_scope, telemetry_failed
@@ -75,6 +76,22 @@ def _resumed(responses: Any, checkpoint_id: Any) -> tuple[str, SpanContext, list
         if found is None and checkpoint_id is not None:
             found = _RESUMABLE.get(f"checkpoint:{checkpoint_id}")
     return (found[0], found[1], askers) if found is not None else None
+
+
+def in_app_run(recorder: Recorder, name: str, asked: tuple[str, SpanContext, list[str]] | None
+               ) -> tuple[str, str | None]:
+    """A run (or agent run) started inside a span orch-otel started (the app's
+    workflow or agent): that span's spawn decision; the task an interrupt here
+    is remembered under (that span's, else the trace's default), and the trace
+    a resume here continues, when it is another one."""
+    span = trace.get_current_span()
+    recorder.spawn(name, span=span)
+    context = span.get_span_context()
+    task_id = (getattr(span, "attributes", None) or {}).get(Attr.TASK_ID) or format(context.trace_id, "032x")
+    resume_of = None
+    if asked is not None and asked[1].trace_id != context.trace_id:  # the same trace is no other run to chain
+        resume_of = format(asked[1].trace_id, "032x")
+    return str(task_id), resume_of
 
 
 def workflow_name(workflow: Any) -> str:
@@ -168,19 +185,21 @@ def workflow_run(recorder: Recorder, agent_executor: type, convergence: type[Bas
         parent = current_scope()
         name = workflow_name(workflow)
         task_id = resume_of = None
-        if parent is None:
-            message, responses = kwargs.get("message"), kwargs.get("responses")
+        asked = _resumed(kwargs.get("responses"), kwargs.get("checkpoint_id")) if parent is None else None
+        if parent is None and not in_run():
+            message = kwargs.get("message")
             run_input = None
             if recorder.content.capture and message is not None:
                 run_input = {"message": messages_view(message) if not isinstance(message, str) else message}
-            asked = _resumed(responses, kwargs.get("checkpoint_id"))
             task_id = asked[0] if asked else str(workflow.id)
             links = [Link(asked[1], {"orch.link": "resume_of"})] if asked else None
             inv = recorder.workflow(name, task_id=task_id, conversation_id=str(workflow.id), system=SYSTEM,
                                     topology=_topology(workflow), input=run_input, links=links)
             resume_of = format(asked[1].trace_id, "032x") if asked else None
-        else:  # a workflow run inside an agent's run (a workflow as an agent, a sub-workflow)
+        else:  # a workflow run inside an agent's run (a workflow as an agent, a sub-workflow) or the app's run
             inv = recorder.agent(name, agent_id=str(workflow.id), role=type(workflow).__name__, spawned=True)
+            if parent is None:  # the app's run (or another framework's) spawns it; its task is that run's
+                task_id, resume_of = in_app_run(recorder, name, asked)
         inv.start(attach=False)
         if parent is None and kwargs.get("responses"):  # the human's answers resume the run
             answers = dict(kwargs["responses"]) if recorder.content.capture else None

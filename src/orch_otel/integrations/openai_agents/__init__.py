@@ -5,7 +5,8 @@ exactly one trace:
 
 - the run (``invoke_workflow {workflow_name}``, ``orch.system`` =
   ``openai_agents``; the task id is the run config's ``group_id``, else the
-  session's id, so the runs of one session form one task),
+  session's id, else the one ``orch_otel.task()`` names, so the runs of one
+  session form one task),
 - each agent segment (``invoke_agent {agent}``; a new one after every
   handoff, back-handoffs included),
 - each model call (``chat {model}``) with that call's token usage and the
@@ -20,7 +21,9 @@ exactly one trace:
 - handoffs as a delegation by the handing-off agent, its enabled handoffs as
   the options, plus the ``transfer_to_*`` tool call with the model's call id,
 - agents as tools (and any run inside a tool or guardrail) as spawned
-  sub-agents of the calling agent, inside the tool's span,
+  sub-agents of the calling agent, inside the tool's span; a run inside a
+  run the app records (``orch_otel.workflow()``, ``@workflow`` / ``@agent``)
+  likewise has no root of its own: that run spawns its starting agent,
 - stops: an agent's answer is its own voluntary ``end``; a tool_use_behavior
   stop is its voluntary stop naming the tool; guardrail tripwires and
   ``max_turns`` (raised, or answered by an error handler) are the run's

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ..._invocation import ERROR
+from ..._invocation import ERROR, INTERRUPTED
 from ...vocabulary import StopReason
 from ._hosted import record_calls as record_hosted_calls
 from ._local import started as local_tool_started
@@ -29,6 +29,8 @@ def agent_started(state: RunState, agent: Any) -> None:
     if state.segment is not None:
         state.segment.end()
     spawned = state.nested and state.segments == 0  # a nested run's first agent is its caller's sub-agent
+    if spawned and state.spawner is not None:  # inside the app's run: that run's span decided to spawn it
+        state.recorder.spawn(agent.name, span=state.spawner)
     state.segments += 1
     state.segment_name = agent.name
     state.segment = state.recorder.agent(
@@ -115,19 +117,23 @@ def resumed(state: RunState, agent: Any, approvals: Any = None) -> None:
     human's intervention (the call ids approved and rejected; the decisions
     as content), and the segment of the agent that was interrupted, which runs
     the approved tools before its next turn."""
-    target = state.root.span if state.root is not None else None
+    if state.root is None and agent is not None:  # no root: the human's input reaches the resumed agent
+        agent_started(state, agent)
+    target = state.root.span if state.root is not None else state.segment.span if state.segment is not None else None
     state.recorder.human_intervention(
         approvals.content() if approvals is not None else None, resume_of=state.resume_of, span=target,
         approved=approvals.approved if approvals is not None else None,
         rejected=approvals.rejected if approvals is not None else None)
     if agent is not None:
-        agent_started(state, agent)
+        if state.root is not None:
+            agent_started(state, agent)
         state.resumed = True
 
 
-def close_open(state: RunState, error: BaseException | None) -> None:
+def close_open(state: RunState, error: BaseException | None, interrupted: bool = False) -> None:
     """End what a run left open: its model call (cancelled or failed) and its
-    agent (failed with the run, or marked by the limit an error handler met)."""
+    agent (failed with the run, marked by the limit an error handler met, or
+    ``interrupted``: a run inside the app's run, whose agent awaits approvals)."""
     llm, state.llm = state.llm, None
     if llm is not None:
         llm.fail(error) if error is not None else llm.end()
@@ -138,6 +144,8 @@ def close_open(state: RunState, error: BaseException | None) -> None:
         segment.fail(error)
     elif state.limit is not None:
         segment.end(outcome=ERROR, error=state.limit_error)
+    elif interrupted:
+        segment.end(outcome=INTERRUPTED)
     else:
         segment.end()
 

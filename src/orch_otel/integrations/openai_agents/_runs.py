@@ -1,7 +1,9 @@
 """``AgentRunner.run`` (``Runner.run``, ``run_sync`` and agents as tools go
 through it) and ``AgentRunner.run_streamed``: a top-level run is one trace,
 rooted at its workflow; a run inside a tool (or a guardrail) is its caller's
-sub-agent. Each run gets orch-otel's run hooks (which call the app's)."""
+sub-agent, and so is a run inside a run the app records itself
+(``orch_otel.workflow()``, ``@workflow`` / ``@agent``, another framework's
+agent). Each run gets orch-otel's run hooks (which call the app's)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,16 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
-from ..._invocation import Invocation, content_into
+from ..._invocation import Invocation, content_into, in_run
+from ..._task import current_task_id
 from ...recorder import Recorder
 from ...vocabulary import Attr
 from ._approvals import Approvals, decisions
-from ._hooks import close_open, resumed
+from ._hooks import agent_started, close_open, resumed
 from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
 
 Begin = Callable[..., "tuple[RunState, dict[str, Any]] | None"]  # (args, kwargs, streamed=False)
@@ -47,11 +51,16 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             else:
                 parent = caller.segment.context if caller.segment is not None else caller.parent
             state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
+        elif in_run():  # the app's own run (or another framework's): the run's first agent is a sub-agent it spawned
+            resuming = _is_state(run_input)
+            state = _in_app_run(recorder, run_config, _interrupted_run(run_input) if resuming else None,
+                                getattr(run_input, "_current_agent", None) if resuming else arg(args, kwargs, 0,
+                                                                                                 "starting_agent"))
         else:
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
             resuming = _is_state(run_input)
             previous = _interrupted_run(run_input) if resuming else None
-            task_id = _task_id(run_config, kwargs.get("session"), run_input if resuming else None)
+            task_id = _task_id(run_config, kwargs.get("session"), run_input if resuming else None) or current_task_id()
             root = recorder.workflow(
                 workflow, task_id=task_id or (previous.task_id if previous is not None else None), system=SYSTEM,
                 input=_run_input(run_input, workflow, streamed, approvals),
@@ -69,6 +78,26 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
         return run_state_type is not None and isinstance(value, run_state_type)
 
     return begin
+
+
+def _in_app_run(recorder: Recorder, run_config: Any, previous: Interrupted | None, first_agent: Any) -> RunState:
+    """A run inside a span orch-otel started (the app's workflow or agent):
+    no root of its own; its agents start under that span, which spawns the
+    first one (``first_agent``: the starting agent, or the one a resumed state
+    goes on with; handoffs then start the others there, as at the top level).
+    The trace's task, input and stop are the enclosing run's."""
+    span = trace.get_current_span()
+    attributes = getattr(span, "attributes", None) or {}
+    state = RunState(recorder, None, otel_context.get_current(), nested=True, run_config=run_config,
+                     spawner=span, task_id=_text(attributes.get(Attr.TASK_ID)), first_agent=first_agent)
+    # an interrupt of this same trace is not another run to chain a replay to
+    if previous is not None and previous.context.trace_id != span.get_span_context().trace_id:
+        state.resume_of = format(previous.context.trace_id, "032x")
+    return state
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 class Interrupted(NamedTuple):
@@ -109,15 +138,20 @@ def _interrupted_run(run_state: Any) -> Interrupted | None:
 def _remember_interrupt(state: RunState, result: Any) -> None:
     """The interrupted run, by the calls awaiting approval: for a resume in
     this process to find, and on its root (ids, not content) for a reader to
-    join a resume recorded in another process (its approved and rejected ids)."""
+    join a resume recorded in another process (its approved and rejected ids).
+    A run inside the app's run is remembered by its interrupted agent, in
+    the app's task."""
     calls = _pending_calls(getattr(result, "interruptions", None))
-    if state.root is None or not any(calls):
+    target = state.root if state.root is not None else state.segment if state.spawner is not None else None
+    if target is None or not any(calls):
         return
-    state.root.set(Attr.AWAITING, [c for c in calls if c])
-    context = state.root.span.get_span_context()
+    if state.root is not None:
+        state.root.set(Attr.AWAITING, [c for c in calls if c])
+    context = target.span.get_span_context()
     if context.is_valid:
-        attributes = getattr(state.root.span, "attributes", None) or {}
-        task_id = str(attributes.get(Attr.TASK_ID) or format(context.trace_id, "032x"))  # the converter's default
+        attributes = getattr(target.span, "attributes", None) or {}
+        task_id = str(attributes.get(Attr.TASK_ID) or state.task_id
+                      or format(context.trace_id, "032x"))  # the converter's default
         with _interrupted_lock:
             INTERRUPTED[calls] = Interrupted(context, task_id)
             while len(INTERRUPTED) > _INTERRUPTED_MAX:
@@ -190,13 +224,14 @@ def finish(state: RunState, error: BaseException | None, limit_errors: tuple[typ
     try:
         _stop(state, error, limit_errors, tripwires)
         interrupted = error is None and bool(getattr(result, "interruptions", None))
-        close_open(state, error)
+        if interrupted:
+            _remember_interrupt(state, result)
+        close_open(state, error, interrupted=interrupted and state.spawner is not None)
         root = state.root
         if root is not None:
             if error is not None:
                 root.fail(error)
             elif interrupted:
-                _remember_interrupt(state, result)
                 root.end(outcome=INTERRUPTED_OUTCOME)
             else:
                 root.end()
@@ -207,8 +242,14 @@ def finish(state: RunState, error: BaseException | None, limit_errors: tuple[typ
 def _stop(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
           tripwires: dict[type, str]) -> None:
     """A limit or a guardrail stops the run: the root's forced stop (a nested
-    run's agent's, having no root), naming what stopped it."""
+    run's agent's, having no root), naming what stopped it. Inside the app's
+    run a blocking input guardrail can trip before any agent's turn: the
+    starting agent's stop (the SDK had started it: its own agent span is open)."""
     target: Invocation | None = state.root or state.segment
+    if target is None and error is not None and state.spawner is not None and state.first_agent is not None:
+        if isinstance(error, limit_errors) or any(isinstance(error, kind) for kind in tripwires):
+            agent_started(state, state.first_agent)
+            target = state.segment
     if target is None:
         return
     if error is None:

@@ -44,7 +44,7 @@ class RunState:
     """What orch-otel keeps of one ``Runner.run`` (top-level or nested)."""
 
     recorder: Recorder
-    root: Invocation | None  # the workflow; None for a run nested in a tool or guardrail
+    root: Invocation | None  # the workflow; None for a run nested in a tool or guardrail, or in the app's run
     parent: otel_context.Context  # where the run's agent segments start
     nested: bool
     run_config: Any = None
@@ -62,6 +62,9 @@ class RunState:
     limit: str | None = None  # an error handler's kind (max_turns) when it produced the final output
     limit_error: BaseException | None = None
     finished: bool = False
+    spawner: Any = None  # a run inside the app's run: the app's span that spawns its first agent
+    task_id: str | None = None  # that run's task id, where its span names it
+    first_agent: Any = None  # that run's starting (or resumed) agent
 
 
 RUN: ContextVar[RunState | None] = ContextVar("orch_otel_openai_agents_run", default=None)
