@@ -18,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import CANCELLED, ERROR, OK, in_run
-from ..._task import current_task_id
+from ..._task import root_task_id
 from ...recorder import Recorder
 from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
 from .._calls import arg, attached
@@ -171,7 +171,7 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
             )
         else:
             inv = recorder.workflow(
-                name, task_id=current_task_id(), conversation_id=team_id, system=SYSTEM,
+                name, task_id=root_task_id(), conversation_id=team_id, system=SYSTEM,
                 topology=_topology(team, nested_types), input=_task(recorder, task),
                 links=[Link(previous[0], {Attr.LINK: RESUME_LINK})] if previous else None,
             )
@@ -213,7 +213,7 @@ def _agent_invocation(recorder: Recorder, agent: Any, nested: bool, task: Any = 
     return recorder.agent(
         name, role=type(agent).__name__, description=agent.description, spawned=nested,
         provider=agent_provider(agent), system=None if nested else SYSTEM,
-        input=None if nested else _task(recorder, task), task_id=None if nested else current_task_id(),
+        input=None if nested else _task(recorder, task), task_id=None if nested else root_task_id(),
     )
 
 
