@@ -171,8 +171,8 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
                 fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
             )
         else:
+            # no task named here: the converter falls back to the conversation id, the team's
             inv = recorder.workflow(
-                # no task named: the converter falls back to the conversation id, the team's
                 name, task_id=root_task_id(resumed=previous[2] if previous else None), conversation_id=team_id,
                 system=SYSTEM,
                 topology=_topology(team, nested_types), input=_task(recorder, task),
