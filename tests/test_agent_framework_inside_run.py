@@ -16,7 +16,7 @@ from conftest import check_trace, decisions_of, events_of, instrumentor_fixture,
 need_agent_framework()
 
 import maf_apps as apps  # noqa: E402
-from agent_framework import Message  # noqa: E402
+from agent_framework import AgentSession, Message  # noqa: E402
 
 import orch_otel  # noqa: E402
 from orch_otel import Attr  # noqa: E402
@@ -160,8 +160,42 @@ def test_outside_any_run_and_inside_task_the_workflow_keeps_its_own_root(capture
     assert span_tree(captured.spans) == [("invoke_workflow Sequential", SEQUENTIAL_AGENTS)]
     trace = one_trace(captured)
     assert trace["system"] == "agent_framework"
+    if block == "task":
+        assert trace["task_id"] == "ticket-73"  # the block's task, not the workflow object's id
     assert events_of(trace, "spawn") == []
     assert stops(trace) == [("Sequential", "end")]
+
+
+# A standalone agent's root (docs/ids-and-rewards.md#which-task-id-wins): the task() block's id, else its
+# session's id (the framework's conversation), else the trace id.
+@pytest.mark.parametrize(("block", "session", "expected"), [
+    ("task", None, "ticket-78"),
+    ("task", "session-5", "ticket-78"),   # the block's before the session's
+    ("none", "session-5", "session-5"),
+    ("none", None, None),                 # the trace id
+])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_standalone_agents_root_takes_the_blocks_task_then_its_sessions(captured, block, session, expected,
+                                                                          stream):
+    async def ask() -> None:
+        agent = apps.writer("drafter", "a draft")
+        kwargs = {"session": AgentSession(session_id=session)} if session else {}
+        if stream:
+            async for _ in agent.run("go", stream=True, **kwargs):
+                pass
+        else:
+            await agent.run("go", **kwargs)
+
+    async def app() -> None:
+        if block == "task":
+            with orch_otel.task("ticket-78"):
+                await ask()
+        else:
+            await ask()
+
+    run(app())
+    trace = one_trace(captured)
+    assert (trace["system"], trace["task_id"]) == ("agent_framework", expected or trace["trace_id"])
 
 
 @orch_otel.workflow("support", task_id="ticket-75")

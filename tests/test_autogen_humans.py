@@ -10,6 +10,7 @@ import autogen_apps as apps
 from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
 from conftest import check_trace, decisions_of, events_of, instrumentor_fixture
 
+import orch_otel
 from orch_otel.integrations.autogen import AutoGenInstrumentor
 
 TIMEOUT = 20
@@ -55,6 +56,17 @@ async def test_a_swarm_resumed_with_the_users_answer_links_to_the_run_that_asked
         (asked["trace_id"], {"orch.link": "resume_of"})]
     stops = {(e["agent"], e["forced"]) for e in decisions_of(resumed, "stop")}
     assert ("alice", False) in stops  # alice's own TERMINATE
+
+
+async def test_a_swarm_resumed_outside_the_task_block_joins_the_task_of_the_run_that_asked(captured):
+    team = apps.swarm_asking_user()
+    with orch_otel.task("ticket-19"):
+        await asyncio.wait_for(team.run(task="refund my order"), TIMEOUT)
+    await asyncio.wait_for(apps.resume_swarm(team), TIMEOUT)  # no block: the asking run's task, not the team id
+    asked, resumed = (check_trace(t) for t in captured.traces())
+    assert asked["task_id"] == resumed["task_id"] == "ticket-19"
+    (answer,) = events_of(resumed, "human_intervention")
+    assert answer["resume_of"] == asked["trace_id"]
 
 
 async def test_a_handoff_message_from_a_participant_is_no_human_answer(captured):

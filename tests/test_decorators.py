@@ -249,15 +249,20 @@ def test_a_task_block_names_the_workflows_inside_it_and_no_other(captured, caplo
             orch_otel.stop("end")
         with orch_otel.workflow("own", task_id="mine"):  # an explicit task id wins
             orch_otel.stop("end")
+        with orch_otel.agent("lead"):  # a top-level agent is a root too
+            orch_otel.stop("end")
+        with orch_otel.agent("lead", task_id="its-own"):
+            orch_otel.stop("end")
     with orch_otel.workflow("after"):
         orch_otel.stop("end")
     with orch_otel.task(""):  # an empty id names nothing (logged)
         with orch_otel.workflow("empty"):
             orch_otel.stop("end")
-    inside, own, after, empty = captured.traces()
+    inside, own, lead, lead_own, after, empty = captured.traces()
     assert (inside["task_id"], own["task_id"]) == ("ticket-7", "mine")
+    assert (lead["task_id"], lead_own["task_id"]) == ("ticket-7", "its-own")
     assert after["task_id"] == after["trace_id"] and empty["task_id"] == empty["trace_id"]
-    assert inside["system"] == "custom" and len(captured.spans) == 4  # task() makes no span
+    assert inside["system"] == "custom" and len(captured.spans) == 6  # task() makes no span
     assert "task() needs a non-empty task id" in caplog.text
 
 

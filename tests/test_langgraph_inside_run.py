@@ -7,6 +7,7 @@ apps' code (tests/langgraph_apps.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import langgraph_apps as apps
@@ -218,6 +219,52 @@ def test_outside_any_run_and_inside_task_the_graph_keeps_its_own_root(captured, 
     assert pairs(trace, "spawn") == SUPERVISOR_SPAWNS
     assert [(d["agent"], d["reason"]) for d in decisions_of(trace, "stop")] == [
         ("supervisor", "end"), ("supervision", "end")]
+
+
+# The task id of a graph's own root (docs/ids-and-rewards.md#which-task-id-wins): the run's orch.task_id
+# metadata, else the task() block's, else the interrupted run's it resumes, else the thread id, else the trace id.
+@pytest.mark.parametrize(("config", "expected"), [
+    ({}, "ticket-37"),                                                    # no id of its own: the block's
+    ({"configurable": {"thread_id": "thread-46"}}, "ticket-37"),          # the block's before the thread's
+    ({"configurable": {"thread_id": "thread-46"}, "metadata": {"orch.task_id": "ticket-38"}}, "ticket-38"),
+])
+def test_inside_task_the_graphs_root_takes_the_blocks_task_unless_its_metadata_names_one(captured, config,
+                                                                                          expected):
+    with orch_otel.task("ticket-37"):
+        apps.build_supervisor().invoke(apps.user_input("what is 1+2?"), config)
+    trace = one_trace(captured)
+    assert (trace["task_id"], trace["system"]) == (expected, "langgraph")
+
+
+def test_an_async_graph_run_inside_task_takes_the_blocks_task(captured):
+    async def app() -> None:
+        with orch_otel.task("ticket-41"):
+            await apps.build_supervisor().ainvoke(apps.user_input("what is 1+2?"),
+                                                  {"configurable": {"thread_id": "thread-48"}})
+
+    asyncio.run(app())
+    assert one_trace(captured)["task_id"] == "ticket-41"
+
+
+def test_two_graph_runs_in_one_task_block_are_two_traces_of_that_task(captured):
+    with orch_otel.task("ticket-39"):
+        apps.build_supervisor().invoke(apps.user_input("what is 1+2?"))
+        apps.build_supervisor().invoke(apps.user_input("what is 1+2?"))
+    first, second = (check_trace(t) for t in captured.traces())
+    assert first["trace_id"] != second["trace_id"]
+    assert first["task_id"] == second["task_id"] == "ticket-39"
+
+
+def test_a_resume_outside_the_block_joins_the_task_of_the_run_it_resumes(captured):
+    app = apps.build_interrupt()
+    config = {"configurable": {"thread_id": "thread-47"}}
+    with orch_otel.task("ticket-40"):
+        app.invoke(apps.user_input("write a post"), config)  # interrupted
+    app.invoke(Command(resume="yes"), config)  # no block, no metadata: the interrupted run's task, not the thread's
+    interrupted, resumed = (check_trace(t) for t in captured.traces())
+    assert interrupted["task_id"] == resumed["task_id"] == "ticket-40"
+    (human,) = events_of(resumed, "human_intervention")
+    assert human["resume_of"] == interrupted["trace_id"]
 
 
 @orch_otel.workflow("review", task_id="ticket-36")

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
 
 import openai_agents_apps as apps  # noqa: E402
-from agents import RunConfig, Runner, function_tool  # noqa: E402
+from agents import RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
 from agents.exceptions import InputGuardrailTripwireTriggered, MaxTurnsExceeded  # noqa: E402
 from agents.models.interface import Model  # noqa: E402
 from conftest import check_trace, decisions_of, events_of, instrumentor_fixture, span_tree  # noqa: E402
@@ -209,6 +209,36 @@ def test_outside_any_run_and_inside_task_the_run_keeps_its_own_root(captured, bl
         assert trace["task_id"] == "ticket-55"
     assert events_of(trace, "spawn") == []
     assert stops(trace) == [("triage", "end", None, False), ("support", "end", None, False)]
+
+
+# The task id of the SDK's own root (docs/ids-and-rewards.md#which-task-id-wins): the run's group_id, else the
+# task() block's, else the interrupted run's it resumes, else the session's id, else the trace id.
+def test_inside_task_two_runs_of_a_session_take_the_blocks_task_not_the_sessions(captured):
+    with orch_otel.task("ticket-57"):
+        assert apps.two_runs_in_one_session() == ("Hello Ada.", "You are Ada.")  # session "conv-7"
+    first, second = (check_trace(t) for t in captured.traces())
+    assert first["trace_id"] != second["trace_id"]
+    assert first["task_id"] == second["task_id"] == "ticket-57"
+
+
+def test_inside_task_the_runs_group_id_names_its_task(captured):
+    with orch_otel.task("ticket-57"):
+        apps.run(apps.support_agents(), run_config=RunConfig(workflow_name="support", group_id="thread-10"))
+    assert one_trace(captured)["task_id"] == "thread-10"
+
+
+def test_a_resume_outside_the_block_joins_the_task_of_the_run_it_resumes_not_the_sessions(captured):
+    agent, session = apps.approval_agent(), SQLiteSession("conv-12")
+    with orch_otel.task("ticket-59"):
+        first = apps.run(agent, "Refund 5.", session=session, run_config=RunConfig(workflow_name="refunds"))
+    state = first.to_state()
+    for item in first.interruptions:
+        state.approve(item)
+    apps.run(agent, state, session=session, run_config=RunConfig(workflow_name="refunds"))
+    interrupted, resumed = (check_trace(t) for t in captured.traces())
+    assert interrupted["task_id"] == resumed["task_id"] == "ticket-59"
+    (human,) = events_of(resumed, "human_intervention")
+    assert human["resume_of"] == interrupted["trace_id"]
 
 
 @orch_otel.workflow("support", task_id="ticket-56")

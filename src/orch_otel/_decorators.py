@@ -21,7 +21,7 @@ from ._faults import guarded
 from ._invocation import Invocation, LLMInvocation, current_agent
 from ._renamed import renamed_keyword
 from ._serving import ACTIVE, ModelCall, Served, ToolCall
-from ._task import current_task_id
+from ._task import root_task_id
 from .recorder import NOT_RECORDING, get_recorder
 from .vocabulary import Attr, StopReason
 
@@ -261,7 +261,7 @@ def agent(
             description=description,
             spawned=inside if spawned is None else spawned,
             provider=provider,
-            task_id=task_id,
+            task_id=task_id if inside else root_task_id(task_id),
             system=system or "custom",
             topology=topology,
             input=None if inside else _call_input(recorder, target, args, kwargs),
@@ -285,7 +285,7 @@ def workflow(
         recorder = get_recorder()
         return recorder.workflow(
             name or (target.__name__ if target else "workflow"),
-            task_id=task_id or current_task_id(),
+            task_id=root_task_id(task_id),
             system=system or "custom",
             topology=topology,
             input=_call_input(recorder, target, args, kwargs),

@@ -3,10 +3,10 @@
     with orch_otel.task("ticket-18"):
         await team.run(task="I was charged twice")
 
-A context variable, so it follows the run into the tasks AutoGen starts. The
-integrations that start a trace root with no task id of their own read it
-(AutoGen's team and agent runs, ``@workflow`` without ``task_id=``); it makes
-no span, so the run keeps its own root, system and replayable input.
+A context variable, so it follows the run into the tasks a framework starts.
+Every integration that starts a trace root reads it through ``root_task_id``,
+one precedence for all (docs/ids-and-rewards.md); it makes no span, so the run
+keeps its own root, system and replayable input.
 """
 
 from __future__ import annotations
@@ -38,3 +38,16 @@ def task(task_id: str) -> Iterator[None]:
 def current_task_id() -> str | None:
     """The task id named by the innermost ``task()`` block, if any."""
     return _TASK_ID.get()
+
+
+def root_task_id(explicit: object = None, resumed: object = None, implicit: object = None) -> str | None:
+    """The task id of a run's root, the same way in every integration: the id
+    the app passed to this run (LangGraph's ``orch.task_id`` metadata, the
+    SDK's ``group_id``, ``workflow(task_id=)``), else the ``task()`` block's,
+    else the task of the interrupted run this one resumes, else the framework's
+    implicit conversation id (a thread, session or workflow id). None leaves
+    the converter's default, the trace id."""
+    for candidate in (explicit, current_task_id(), resumed, implicit):
+        if candidate is not None and str(candidate):
+            return str(candidate)
+    return None

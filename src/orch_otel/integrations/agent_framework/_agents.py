@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._invocation import ERROR, OK, in_run
+from ..._task import root_task_id
 from ...recorder import Recorder
 from ...vocabulary import StopReason, Topology
 from .._calls import arg, attached
@@ -49,7 +50,7 @@ def _topology(agent: Any) -> str:
     return Topology.HARNESS.value
 
 
-def _begin_agent(recorder: Recorder, agent: Any, messages: Any) -> Scope:
+def _begin_agent(recorder: Recorder, agent: Any, messages: Any, session: Any = None) -> Scope:
     parent = current_scope()
     name = _agent_name(agent)
     common: dict[str, Any] = {"agent_id": str(getattr(agent, "id", None) or name), "role": type(agent).__name__,
@@ -61,7 +62,8 @@ def _begin_agent(recorder: Recorder, agent: Any, messages: Any) -> Scope:
     if spawned:
         inv = recorder.agent(name, spawned=True, **common)
     elif parent is None:
-        inv = recorder.agent(name, system=SYSTEM, topology=_topology(agent),
+        session_id = getattr(session, "session_id", None)  # the framework's conversation id
+        inv = recorder.agent(name, system=SYSTEM, topology=_topology(agent), task_id=root_task_id(implicit=session_id),
                              input={"messages": messages_view(messages)} if recorder.content.capture else None,
                              **common)
     else:  # a participant's turn in a workflow run
@@ -133,7 +135,7 @@ def agent_run(recorder: Recorder, recorded_above: type | None = None) -> Callabl
         if recorded_above is not None and isinstance(instance, recorded_above):
             return wrapped(*args, **kwargs)
         try:
-            scope = _begin_agent(recorder, instance, arg(args, kwargs, 0, "messages"))
+            scope = _begin_agent(recorder, instance, arg(args, kwargs, 0, "messages"), kwargs.get("session"))
         except Exception:
             telemetry_failed("agent run start")
             return wrapped(*args, **kwargs)

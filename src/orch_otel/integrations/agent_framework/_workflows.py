@@ -36,6 +36,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import CANCELLED, ERROR, INTERRUPTED, OK, in_run
+from ..._task import root_task_id
 from ...recorder import Recorder
 from ...vocabulary import Attr, StopReason, Topology
 from .._calls import attached
@@ -191,7 +192,7 @@ def workflow_run(recorder: Recorder, agent_executor: type, convergence: type[Bas
             run_input = None
             if recorder.content.capture and message is not None:
                 run_input = {"message": messages_view(message) if not isinstance(message, str) else message}
-            task_id = asked[0] if asked else str(workflow.id)
+            task_id = root_task_id(resumed=asked[0] if asked else None, implicit=workflow.id)
             links = [Link(asked[1], {"orch.link": "resume_of"})] if asked else None
             inv = recorder.workflow(name, task_id=task_id, conversation_id=str(workflow.id), system=SYSTEM,
                                     topology=_topology(workflow), input=run_input, links=links)

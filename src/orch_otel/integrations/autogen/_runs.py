@@ -18,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import CANCELLED, ERROR, OK, in_run
-from ..._task import current_task_id
+from ..._task import root_task_id
 from ...recorder import Recorder
 from ...vocabulary import RESUME_LINK, Attr, StopReason, Topology
 from .._calls import arg, attached
@@ -126,16 +126,17 @@ def _human_answer(task: Any, handoff_type: type, participants: list[str]) -> Any
     return None
 
 
-HANDED_OUT: OrderedDict[str, tuple[SpanContext, str]] = OrderedDict()
-"""Root runs that ended handing off out of the team, by team id: their span and
+HANDED_OUT: OrderedDict[str, tuple[SpanContext, str, str | None]] = OrderedDict()
+"""Root runs that ended handing off out of the team, by team id: their span,
 the human they handed off to (the team's next run with that human's answer
-resumes them). Bounded: the oldest are forgotten first."""
+resumes them) and their task id, if named. Bounded: the oldest are forgotten first."""
 
 _HANDED_OUT_LIMIT = 1024
 
 
-def _hand_out(team_id: str, span: SpanContext, target: str) -> None:
-    HANDED_OUT[team_id] = (span, target)
+def _hand_out(team_id: str, span: Any, target: str) -> None:
+    task_id = (getattr(span, "attributes", None) or {}).get(Attr.TASK_ID)
+    HANDED_OUT[team_id] = (span.get_span_context(), target, str(task_id) if task_id else None)
     HANDED_OUT.move_to_end(team_id)
     while len(HANDED_OUT) > _HANDED_OUT_LIMIT:
         HANDED_OUT.popitem(last=False)
@@ -153,7 +154,7 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
         parent = current_state()
         name = team.name
         human: Any = None
-        previous: tuple[SpanContext, str] | None = None
+        previous: tuple[SpanContext, str, str | None] | None = None
         if parent is None:
             human = _human_answer(task, handoff_type, team._participant_names)
             previous = HANDED_OUT.pop(team_id, None) if human is not None else None
@@ -170,8 +171,10 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
                 fanout_index=fan[0] if fan else None, fanout_size=fan[1] if fan else None,
             )
         else:
+            # no task named here: the converter falls back to the conversation id, the team's
             inv = recorder.workflow(
-                name, task_id=current_task_id(), conversation_id=team_id, system=SYSTEM,
+                name, task_id=root_task_id(resumed=previous[2] if previous else None), conversation_id=team_id,
+                system=SYSTEM,
                 topology=_topology(team, nested_types), input=_task(recorder, task),
                 links=[Link(previous[0], {Attr.LINK: RESUME_LINK})] if previous else None,
             )
@@ -188,7 +191,7 @@ def team_run_stream(recorder: Recorder, sightings: Sightings, result_type: type,
                 del RUNS[team_id]
             if parent is None and state.handed_to is not None:  # the run ended handing off to a human
                 try:
-                    _hand_out(team_id, inv.span.get_span_context(), state.handed_to)
+                    _hand_out(team_id, inv.span, state.handed_to)
                 except Exception:
                     telemetry_failed("run hand-out")
 
@@ -213,7 +216,7 @@ def _agent_invocation(recorder: Recorder, agent: Any, nested: bool, task: Any = 
     return recorder.agent(
         name, role=type(agent).__name__, description=agent.description, spawned=nested,
         provider=agent_provider(agent), system=None if nested else SYSTEM,
-        input=None if nested else _task(recorder, task), task_id=None if nested else current_task_id(),
+        input=None if nested else _task(recorder, task), task_id=None if nested else root_task_id(),
     )
 
 

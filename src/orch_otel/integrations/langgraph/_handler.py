@@ -29,10 +29,11 @@ from langgraph.errors import (
 from langgraph.types import Command
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, SpanContext
+from opentelemetry.trace import Link
 
 from ..._faults import log_fault
 from ..._invocation import ERROR, HANDOFF, INTERRUPTED, OK, in_run
+from ..._task import root_task_id
 from ...recorder import Recorder, get_recorder
 from ...vocabulary import Attr, StopReason
 from . import _graphs as gr
@@ -57,6 +58,7 @@ from ._runs import (
     TOOL,
     TOOLS,
     WORKFLOW,
+    Interrupt,
     Run,
     has_step_tag,
     is_router_tag,
@@ -79,7 +81,7 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         self.enabled = True
         self._recorder = recorder
         self._runs: dict[UUID, Run] = {}
-        self._interrupted: OrderedDict[str, SpanContext] = OrderedDict()
+        self._interrupted: OrderedDict[str, Interrupt] = OrderedDict()
         self._next_graph = threading.local()  # (run name, compiled graph) about to start, per thread
 
     def note_graph(self, name: str, graph: Any) -> None:
@@ -232,8 +234,8 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         if node is not None and node.agent_name is None and call is None:
             node.agent_name = name
 
-    def _resumed(self, run: Run) -> SpanContext | None:
-        """The root span of the interrupted run this run resumes, if known."""
+    def _resumed(self, run: Run) -> Interrupt | None:
+        """The root span (and task) of the interrupted run this run resumes, if known."""
         if run.resume is NO_RESUME or run.thread_id is None:
             return None
         return self._interrupted.pop(run.thread_id, None)
@@ -255,8 +257,8 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
             previous = self._resumed(run)
             # an interrupt in this same trace is not another run to chain a replay to
             resume_of = None
-            if previous is not None and previous.trace_id != span.get_span_context().trace_id:
-                resume_of = format(previous.trace_id, "032x")
+            if previous is not None and previous.span.trace_id != span.get_span_context().trace_id:
+                resume_of = format(previous.span.trace_id, "032x")
             recorder.human_intervention(run.resume, resume_of=resume_of, span=run.inv.span)
 
     def _start_workflow(self, run: Run) -> None:
@@ -266,10 +268,11 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         resume_of = None
         previous = self._resumed(run)
         if previous is not None:
-            links = [Link(previous, {"orch.link": "resume_of"})]
-            resume_of = format(previous.trace_id, "032x")
+            links = [Link(previous.span, {"orch.link": "resume_of"})]
+            resume_of = format(previous.span.trace_id, "032x")
+        task_id = root_task_id(run.task_id, previous.task_id if previous is not None else None, thread_id)
         run.inv = recorder.workflow(
-            run.name, task_id=run.task_id or thread_id, conversation_id=thread_id, system=SYSTEM,
+            run.name, task_id=task_id, conversation_id=thread_id, system=SYSTEM,
             topology=run.topology, links=links, input=run_input_view(run.root.inputs, thread_id),
         ).start(attach=False, parent=run.ambient if run.ambient is not None else run.root.ambient)
         run.root.inputs = None
@@ -362,16 +365,18 @@ class OrchestrationHandler(RoutesMixin, CallsMixin, BaseCallbackHandler):
         if outcome == INTERRUPTED:
             reason = "drained" if isinstance(error, GraphDrained) else StopReason.INTERRUPT.value
             if run.thread_id is not None:
-                self._remember_interrupt(run.thread_id, inv.span.get_span_context())
+                task_id = (getattr(inv.span, "attributes", None) or {}).get(Attr.TASK_ID)
+                self._remember_interrupt(run.thread_id, Interrupt(inv.span.get_span_context(),
+                                                                  str(task_id) if task_id else None))
         elif isinstance(error, GraphRecursionError):
             # the runtime's step limit, not a choice: a forced stop (recorded before the error ends the span)
             inv.stop(StopReason.RECURSION_LIMIT.value, source="GraphRecursionError", forced=True)
         inv.end(outcome=outcome, stop_reason=reason, error=error if outcome == ERROR else None)
 
-    def _remember_interrupt(self, thread_id: str, span_context: SpanContext) -> None:
-        if not span_context.is_valid:
+    def _remember_interrupt(self, thread_id: str, interrupt: Interrupt) -> None:
+        if not interrupt.span.is_valid:
             return
-        self._interrupted[thread_id] = span_context
+        self._interrupted[thread_id] = interrupt
         self._interrupted.move_to_end(thread_id)
         while len(self._interrupted) > _MAX_INTERRUPTED:
             self._interrupted.popitem(last=False)

@@ -18,10 +18,11 @@ other run belongs to the nearest ancestor that owns one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from opentelemetry.context import Context
+from opentelemetry.trace import SpanContext
 
 from ..._invocation import Invocation
 
@@ -44,9 +45,16 @@ REACT_MODEL_STEPS = frozenset({"call_model", "acall_model"})
 NO_RESUME = object()
 
 
-TASK_ID_KEY = "orch.task_id"  # optional run metadata: the trace's task id (default: the thread id)
+TASK_ID_KEY = "orch.task_id"  # optional run metadata: the trace's task id (precedence: _task.root_task_id)
 TOPOLOGY_KEY = "orch.topology"  # optional run metadata: the trace's topology
 _NO_METADATA: dict[str, Any] = {}
+
+
+class Interrupt(NamedTuple):
+    """An interrupted run a resume on its thread links to, and its task (the resume joins it)."""
+
+    span: SpanContext
+    task_id: str | None
 
 
 class Run:

@@ -19,7 +19,7 @@ from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
 from ..._invocation import Invocation, content_into, in_run
-from ..._task import current_task_id
+from ..._task import root_task_id
 from ...recorder import Recorder
 from ...vocabulary import Attr
 from ._approvals import Approvals, decisions
@@ -60,9 +60,11 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
             resuming = _is_state(run_input)
             previous = _interrupted_run(run_input) if resuming else None
-            task_id = _task_id(run_config, kwargs.get("session"), run_input if resuming else None) or current_task_id()
+            task_id = root_task_id(_group_id(run_config, run_input if resuming else None),
+                                   previous.task_id if previous is not None else None,
+                                   _session_id(kwargs.get("session")))
             root = recorder.workflow(
-                workflow, task_id=task_id or (previous.task_id if previous is not None else None), system=SYSTEM,
+                workflow, task_id=task_id, system=SYSTEM,
                 input=_run_input(run_input, workflow, streamed, approvals),
                 links=[Link(previous.context, {"orch.link": "resume_of"})] if previous is not None else None,
             ).start(attach=False)
@@ -166,12 +168,14 @@ def _decisions(run_state: Any) -> Approvals | None:
         return None
 
 
-def _task_id(run_config: Any, session: Any, run_state: Any = None) -> str | None:
-    """The SDK's link between the traces of one conversation (a resumed state
-    carries its run's, as the SDK's tracing kept it), else the session's id."""
+def _group_id(run_config: Any, run_state: Any = None) -> str | None:
+    """The SDK's link between the traces of one conversation, which the app
+    passes per run (a resumed state carries its run's, as the SDK's tracing kept it)."""
     group = getattr(run_config, "group_id", None) or getattr(getattr(run_state, "_trace_state", None), "group_id", None)
-    if group:
-        return str(group)
+    return str(group) if group else None
+
+
+def _session_id(session: Any) -> str | None:
     session_id = getattr(session, "session_id", None)
     return str(session_id) if session_id else None
 
