@@ -613,6 +613,24 @@ def local_tools() -> Any:
     return run(operator(), run_config=RunConfig(workflow_name="ops"))
 
 
+def _structured_shell(request: Any) -> Any:
+    from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellResult
+
+    return ShellResult(output=[
+        ShellCommandOutput(stdout="hi\n", command="echo hi", outcome=ShellCallOutcome(type="exit", exit_code=0)),
+        ShellCommandOutput(stderr="no such file\n", command="cat x", outcome=ShellCallOutcome(type="exit", exit_code=1))])
+
+
+def structured_shell() -> Any:
+    """operator again, its shell executor returning a structured ShellResult: ``echo hi`` printed hi, ``cat x``
+    failed (exit code 1) with an error on stderr."""
+    from agents import ShellTool
+
+    agent = operator()
+    agent.tools[0] = ShellTool(executor=_structured_shell)
+    return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
 def local_tool_awaiting_approval() -> Any:
     """operator's shell command s1 needs a human's approval: the run stops before it runs."""
     from agents import ShellTool

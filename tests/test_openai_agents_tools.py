@@ -178,6 +178,24 @@ def test_a_shell_command_and_a_custom_tool_are_tool_calls_with_the_models_call_i
         "s1": "shell", "c1": "custom_tool"}
 
 
+def test_a_structured_shell_result_is_recorded_as_the_model_got_it(captured):
+    """The executor's ShellResult reaches the model as the shell_call_output item's entries (stdout, stderr and
+    the exit outcome per command; the command itself and the SDK's rendered text are not sent): that is s1's
+    recorded result, and the same entries are in the next model call's input."""
+    with recording(capture=True):
+        assert apps.structured_shell().final_output == "done"
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    got = [{"stdout": "hi\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+           {"stdout": "", "stderr": "no such file\n", "outcome": {"type": "exit", "exit_code": 1}}]
+    (result,) = [e for e in events_of(trace, "tool_result") if e["call_id"] == "s1"]
+    assert (result["status"], json.loads(conversion.contents[result["content_ref"]])) == ("ok", {"output": got})
+    second = [e for e in events_of(trace, "message") if e["channel"] == "llm"][1]
+    (item,) = [i for i in json.loads(conversion.contents[second["input_ref"]])
+               if isinstance(i, dict) and i.get("type") == "shell_call_output"]
+    assert (item["call_id"], item["output"]) == ("s1", got)
+
+
 def test_a_shell_command_awaiting_approval_did_not_run_and_is_no_tool_call(captured):
     result = apps.local_tool_awaiting_approval()
     assert [i.raw_item.call_id for i in result.interruptions] == ["s1"]

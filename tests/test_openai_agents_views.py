@@ -204,3 +204,12 @@ def test_a_shell_command_and_a_custom_tool_are_tool_calls_answered_in_the_chat(t
         {"id": "c1", "type": "function", "function": {"name": "shout", "arguments": "hello"}}]
     assert sorted(m["tool_call_id"] for m in row["messages"] if m["role"] == "tool") == ["c1", "s1"]
     assert {"role": "tool", "content": "HELLO", "tool_call_id": "c1"} in row["messages"]
+
+
+def test_a_structured_shell_results_tool_message_is_text(tmp_path):
+    """The model got s1's output structured (per command: stdout, stderr, exit code); the chat's tool message
+    answering s1 is that output as text a chat template renders: each command's output, its stderr
+    labelled, a non-zero exit code named."""
+    (row,) = _chat(tmp_path, apps.structured_shell)
+    assert {"role": "tool", "content": "hi\n\nstderr:\nno such file\nexit code: 1", "tool_call_id": "s1"
+            } in row["messages"]

@@ -69,25 +69,18 @@ def test_a_shell_command_and_a_custom_tool_are_served_and_never_run_by_a_replay(
         assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
 
 
-def test_a_shell_executors_structured_result_is_served_as_its_text_so_the_replay_diverges_without_running_it(
+def test_a_shell_executors_structured_result_is_served_as_the_model_got_it_and_the_replay_is_equal(
         captured, monkeypatch):
-    """The recording keeps the command's output as the SDK renders it for the run's items ("$ echo hi\nhi");
-    the model was given it structured (stdout, stderr, exit code), which a replay cannot rebuild from that text:
-    the model's next prompt is not the recorded one, and the replay stops there."""
-    from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellResult
-
-    def structured(request) -> ShellResult:
-        return ShellResult(output=[ShellCommandOutput(stdout="hi\n", command="echo hi",
-                                                      outcome=ShellCallOutcome(type="exit", exit_code=0))])
-
-    recorded = apps.operator()
-    recorded.tools[0] = ShellTool(executor=structured)
-    trace, contents = _record(lambda: apps.run(recorded), captured, monkeypatch)
+    """The model was given the command's output structured (stdout, stderr, exit code per command), not the
+    text the SDK renders for its hooks ("$ echo hi\nhi"); the recording keeps that structure, so the replay
+    hands the SDK the same structured result, the model's next prompt is the recorded one, and the command
+    does not run."""
+    trace, contents = _record(apps.structured_shell, captured, monkeypatch)
     called: list[str] = []
     result = replay(trace, _operator(called), contents=contents)
-    assert "shell echo hi" not in called
-    assert not result.equal and result.app_errors == ["NotRecorded"]
-    assert "a model call with a prompt the recording does not have" in result.divergence.note
+    assert result.equal, result.divergence
+    assert called == []
+    assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
 
 
 def _ops(agent: Agent, errors: list[str]) -> Any:

@@ -171,10 +171,38 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
         elif kind in _CALL_ITEMS and "call_id" in m:
             _add_responses_call(out, m)
         elif kind in _OUTPUT_ITEMS and "call_id" in m:
-            out.append({"role": "tool", "content": text_of(m.get("output")), "tool_call_id": str(m["call_id"])})
+            output = _shell_text(m["output"]) if kind == "shell_call_output" and _is_shell_output(
+                m.get("output")) else text_of(m.get("output"))
+            out.append({"role": "tool", "content": output, "tool_call_id": str(m["call_id"])})
         elif kind not in _SKIPPED_ITEMS:
             out.append(normalize_message(m, default_role))
     return out
+
+
+def _is_shell_output(output: Any) -> bool:
+    return isinstance(output, list) and all(isinstance(e, dict) and ("stdout" in e or "stderr" in e) for e in output)
+
+
+def _shell_text(entries: list[dict[str, Any]]) -> str:
+    """A ``shell_call_output``'s commands (stdout, stderr, outcome each) as
+    one text: each command's output, its stderr labelled, a non-zero exit
+    code or a timeout named; commands apart by a blank line."""
+    chunks = []
+    for entry in entries:
+        lines = []
+        stdout, stderr = str(entry.get("stdout") or "").rstrip("\n"), str(entry.get("stderr") or "").rstrip("\n")
+        if stdout:
+            lines.append(stdout)
+        if stderr:
+            lines += ["", "stderr:", stderr] if stdout else ["stderr:", stderr]
+        outcome = entry.get("outcome")
+        outcome = outcome if isinstance(outcome, dict) else {}
+        if outcome.get("type") == "timeout":
+            lines.append("timed out")
+        elif outcome.get("exit_code") not in (None, 0):
+            lines.append(f"exit code: {outcome['exit_code']}")
+        chunks.append("\n".join(lines) or "(no output)")
+    return "\n\n".join(chunks)
 
 
 def _add_responses_call(out: list[dict[str, Any]], item: dict[str, Any]) -> None:

@@ -74,11 +74,27 @@ def local_tool() -> Any:
             raise
         LOCAL.reset(token)
         if call.invocation is not None:
-            call.invocation.set_result(plain(getattr(result, "output", None)))
+            call.invocation.set_result(model_got(result))
             call.invocation.end()
         return result
 
     return wrapper
+
+
+def model_got(result: Any) -> Any:
+    """A local tool's result as the model got it. A ``ShellTool`` call's is
+    the output item's structured payload (``{"output": [{stdout, stderr,
+    outcome}, ...], "max_output_length"?}``): the SDK renders a text for its
+    hooks and run items, but the model reads the structure, which a replay must
+    rebuild. Other tools' results are the text (or screenshot) the model got."""
+    raw = getattr(result, "raw_item", None)
+    if isinstance(raw, dict) and raw.get("type") == "shell_call_output" and isinstance(raw.get("output"), list):
+        got: dict[str, Any] = {"output": [{k: v for k, v in entry.items() if k != "created_by"}
+                                          if isinstance(entry, dict) else entry for entry in plain(raw["output"])]}
+        if raw.get("max_output_length") is not None:
+            got["max_output_length"] = raw["max_output_length"]
+        return got
+    return plain(getattr(result, "output", None))
 
 
 def started(tool: Any) -> None:
