@@ -631,6 +631,38 @@ def structured_shell() -> Any:
     return run(agent, run_config=RunConfig(workflow_name="ops"))
 
 
+HOSTED_SHELL_CALL = {"type": "shell_call", "id": "sh_9", "call_id": "hs1", "status": "completed",
+                     "action": {"commands": ["python --version"]},
+                     "environment": {"type": "container_reference", "container_id": "cntr_1"}}
+HOSTED_SHELL_OUTPUT = {"type": "shell_call_output", "id": "sho_9", "call_id": "hs1", "status": "completed",
+                       "created_by": "cntr_1",
+                       "output": [{"stdout": "Python 3.12.1\n", "stderr": "", "created_by": "cntr_1",
+                                   "outcome": {"type": "exit", "exit_code": 0}}]}
+
+
+HOSTED_SHELL_SECRET = "pypi-not-for-traces"
+
+
+def hosted_shell_agent(script: bool = True) -> Agent:
+    """analyst's ShellTool runs in a container the provider hosts (its network policy holds a secret): its first
+    reply holds the shell call hs1, the provider's output for it, and a function call t1 (lookup_invoice, which
+    the app runs); then it answers. The app runs no command."""
+    from agents import ShellTool
+
+    environment = {"type": "container_auto", "network_policy": {
+        "type": "allowlist", "allowed_domains": ["pypi.org"],
+        "domain_secrets": [{"domain": "pypi.org", "name": "TOKEN", "value": HOSTED_SHELL_SECRET}]}}
+    steps = (step(HOSTED_SHELL_CALL, HOSTED_SHELL_OUTPUT, function_call("lookup_invoice", {"number": "42"},
+                                                                        call_id="t1")),
+             step(assistant_message("Python 3.12.1 is installed; invoice 42 is paid."))) if script else ()
+    return Agent(name="analyst", tools=[ShellTool(environment=environment), lookup_invoice], model=model(*steps))
+
+
+def hosted_shell() -> Any:
+    return run(hosted_shell_agent(), "Which Python is installed, and is invoice 42 paid?",
+               run_config=RunConfig(workflow_name="analysis"))
+
+
 def local_tool_awaiting_approval() -> Any:
     """operator's shell command s1 needs a human's approval: the run stops before it runs."""
     from agents import ShellTool

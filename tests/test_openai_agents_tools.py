@@ -114,6 +114,28 @@ def test_a_hosted_call_the_provider_says_failed_is_a_failed_tool_call(captured):
     assert _stops(trace) == [("researcher", "end", None, False), ("research", "end", None, False)]
 
 
+def test_a_shell_in_a_hosted_container_is_a_hosted_call_inside_the_model_call_with_the_providers_output(captured):
+    with recording(capture=True):
+        assert apps.hosted_shell().final_output == "Python 3.12.1 is installed; invoice 42 is paid."
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert [(e["agent"], e["tool"], e["call_id"], e.get("hosted")) for e in events_of(trace, "tool_call")] == [
+        ("analyst", "shell", "hs1", True), ("analyst", "lookup_invoice", "t1", None)]
+    (call, _) = events_of(trace, "tool_call")
+    assert json.loads(conversion.contents[call["content_ref"]]) == {"commands": ["python --version"]}
+    (result,) = events_of(trace, "tool_result", call_id="hs1")
+    assert result["status"] == "ok"
+    assert json.loads(conversion.contents[result["content_ref"]]) == {"output": [  # the provider's mark dropped
+        {"stdout": "Python 3.12.1\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}
+    (chat, _) = _spans(captured, "chat")
+    (tool,) = [s for s in _spans(captured, "execute_tool") if s.attributes.get(Attr.TOOL_HOSTED)]
+    assert tool.parent_id == chat.span_id and tool.attributes[Attr.TOOL_TYPE] == "shell"
+    offered = json.loads(conversion.contents[events_of(trace, "message", channel="llm")[0]["tools_ref"]])
+    assert offered[0] == {"type": "shell", "name": "shell"}  # never its environment, which holds a secret
+    spans = json.dumps([dict(s.attributes) for s in captured.spans], default=str)
+    assert apps.HOSTED_SHELL_SECRET not in spans and apps.HOSTED_SHELL_SECRET not in json.dumps(conversion.contents)
+
+
 def test_an_agent_offers_its_hosted_tools_by_type_and_name_never_their_configuration(captured):
     with recording(capture=True):
         apps.hosted_tools()

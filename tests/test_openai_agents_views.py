@@ -213,3 +213,12 @@ def test_a_structured_shell_results_tool_message_is_text(tmp_path):
     (row,) = _chat(tmp_path, apps.structured_shell)
     assert {"role": "tool", "content": "hi\n\nstderr:\nno such file\nexit code: 1", "tool_call_id": "s1"
             } in row["messages"]
+
+
+def test_a_hosted_shell_call_is_left_out_of_the_chat_as_other_hosted_calls_are(tmp_path):
+    """hs1 ran in the provider's container inside the model call: no tool turn of the app answers it, so the
+    chat has the reply's function call t1 and its result only."""
+    (row,) = _chat(tmp_path, apps.hosted_shell)
+    assert [(m["role"], [c["id"] for c in m.get("tool_calls") or ()], m.get("tool_call_id")) for m in
+            row["messages"]] == [("user", [], None), ("assistant", ["t1"], None), ("tool", [], "t1"),
+                                    ("assistant", [], None)]

@@ -83,6 +83,17 @@ def test_a_shell_executors_structured_result_is_served_as_the_model_got_it_and_t
     assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
 
 
+def test_a_hosted_shell_call_is_part_of_the_served_reply_and_the_replay_is_equal(captured, monkeypatch):
+    """hs1 ran in the provider's container: the served reply carries it and its output, the app runs nothing for
+    it, and the replayed trace has it again as a hosted call inside the model call."""
+    trace, contents = _record(apps.hosted_shell, captured, monkeypatch)
+    result = replay(trace, apps.hosted_shell_agent(script=False), contents=contents)
+    assert result.equal, result.divergence
+    assert result.served == 3 and result.live == 0  # two model calls and lookup_invoice t1
+    replayed = [s for s in captured.spans if s.attributes.get(Attr.TOOL_CALL_ID) == "hs1"]
+    assert [s.attributes.get(Attr.TOOL_HOSTED) for s in replayed] == [True, True]  # recorded, then replayed
+
+
 def _ops(agent: Agent, errors: list[str]) -> Any:
     """An app of the user's own: a workflow function running the SDK, noting the errors the run raises."""
 

@@ -8,7 +8,8 @@ SDK's: ``message`` items with ``input_text`` / ``output_text`` parts,
 ``function_call`` and ``function_call_output``, and the same pairs of local
 tools that are no functions: ``shell_call``, ``computer_call``,
 ``custom_tool_call``...; hosted tool calls, run by the model's provider
-inside the call, are left out, as reasoning is). Every shape becomes a list of messages whose role is
+inside the call, are left out, as reasoning is, a shell call in a hosted
+environment and its output included). Every shape becomes a list of messages whose role is
 one of system, user, assistant, tool and whose content is a string; assistant
 tool calls are kept in OpenAI form (``tool_calls``: ``{id, type, function:
 {name, arguments}}``, arguments as JSON text).
@@ -164,9 +165,14 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
     if not isinstance(value, list):
         value = [value]
     out: list[dict[str, Any]] = []
+    hosted_shells: set[Any] = set()  # call ids of shell calls the provider ran: left out as hosted calls are
     for m in value:
         kind = m.get("type") if isinstance(m, dict) else None
-        if kind == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
+        if kind == "shell_call" and _in_hosted_environment(m):
+            hosted_shells.add(m.get("call_id"))
+        elif kind == "shell_call_output" and m.get("call_id") in hosted_shells:
+            continue
+        elif kind == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
             out.extend(_autogen_results(m["content"]))  # recorded raw by orch-otel before 0.x: one message per result
         elif kind in _CALL_ITEMS and "call_id" in m:
             _add_responses_call(out, m)
@@ -177,6 +183,12 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
         elif kind not in _SKIPPED_ITEMS:
             out.append(normalize_message(m, default_role))
     return out
+
+
+def _in_hosted_environment(call: dict[str, Any]) -> bool:
+    """A ``shell_call`` naming a hosted environment (a container; a local call names ``local`` or nothing)."""
+    environment = call.get("environment")
+    return isinstance(environment, dict) and environment.get("type") not in (None, "local")
 
 
 def _is_shell_output(output: Any) -> bool:

@@ -82,19 +82,27 @@ def local_tool() -> Any:
 
 
 def model_got(result: Any) -> Any:
-    """A local tool's result as the model got it. A ``ShellTool`` call's is
-    the output item's structured payload (``{"output": [{stdout, stderr,
-    outcome}, ...], "max_output_length"?}``): the SDK renders a text for its
-    hooks and run items, but the model reads the structure, which a replay must
-    rebuild. Other tools' results are the text (or screenshot) the model got."""
-    raw = getattr(result, "raw_item", None)
-    if isinstance(raw, dict) and raw.get("type") == "shell_call_output" and isinstance(raw.get("output"), list):
-        got: dict[str, Any] = {"output": [{k: v for k, v in entry.items() if k != "created_by"}
-                                          if isinstance(entry, dict) else entry for entry in plain(raw["output"])]}
-        if raw.get("max_output_length") is not None:
-            got["max_output_length"] = raw["max_output_length"]
-        return got
-    return plain(getattr(result, "output", None))
+    """A local tool's result as the model got it: a ``ShellTool`` call's is
+    its output item's structured payload (:func:`shell_output`), since the
+    model reads that structure, not the text the SDK renders for its hooks and
+    run items (which a replay could not turn back into it); other tools' the
+    text (or screenshot) the model got."""
+    structured = shell_output(getattr(result, "raw_item", None))
+    return structured if structured is not None else plain(getattr(result, "output", None))
+
+
+def shell_output(item: Any) -> dict[str, Any] | None:
+    """A ``shell_call_output`` item's payload for the model: ``{"output":
+    [{stdout, stderr, outcome}, ...], "max_output_length"?}`` (one entry per
+    command); None for any other item."""
+    if not isinstance(item, dict) or item.get("type") != "shell_call_output" or not isinstance(
+            item.get("output"), list):
+        return None
+    got: dict[str, Any] = {"output": [{k: v for k, v in entry.items() if k != "created_by"}  # the provider's mark
+                                      if isinstance(entry, dict) else entry for entry in plain(item["output"])]}
+    if item.get("max_output_length") is not None:
+        got["max_output_length"] = item["max_output_length"]
+    return got
 
 
 def started(tool: Any) -> None:
