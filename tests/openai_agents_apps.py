@@ -559,6 +559,39 @@ def hosted_tools() -> Any:
     return run(agent, "What is the refund policy?", run_config=RunConfig(workflow_name="research"))
 
 
+def hosted_mcp_listing_and_request() -> list[Any]:
+    """The provider's first reply for a hosted MCP server (label "docs") that asks before calls: the server's tool
+    listing (ml_1: search_docs, delete_doc) and its request (mcpr_1) to call delete_doc."""
+    from openai.types.responses.response_output_item import McpApprovalRequest, McpListTools, McpListToolsTool
+
+    return [McpListTools(id="ml_1", type="mcp_list_tools", server_label="docs", tools=[
+                McpListToolsTool(name="search_docs", input_schema={"type": "object"}, description="Search."),
+                McpListToolsTool(name="delete_doc", input_schema={"type": "object"})]),
+            McpApprovalRequest(id="mcpr_1", type="mcp_approval_request", server_label="docs", name="delete_doc",
+                               arguments='{"doc": "old-policy"}')]
+
+
+def hosted_mcp_approval(approve: bool | None) -> Any:
+    """librarian's hosted MCP server asks before delete_doc: the app's ``on_approval_request`` approves or
+    rejects it (with a reason); ``None``: no callback, so the run returns awaiting the app's decision. Once
+    approved the provider calls it (mcp_2) and the model answers."""
+    from agents import HostedMCPTool
+    from openai.types.responses.response_output_item import McpCall
+
+    def decide(request: Any) -> Any:
+        return {"approve": True} if approve else {"approve": False, "reason": "keep the old policy"}
+
+    config = {"type": "mcp", "server_label": "docs", "server_url": "https://docs.invalid/mcp",
+              "require_approval": "always"}
+    follow = (step(McpCall(id="mcp_2", type="mcp_call", server_label="docs", name="delete_doc",
+                           arguments='{"doc": "old-policy"}', output="deleted"), assistant_message("Deleted."))
+              if approve is not False else step(assistant_message("Not deleted.")))
+    agent = Agent(name="librarian", tools=[HostedMCPTool(tool_config=config, on_approval_request=decide
+                                                         if approve is not None else None)],
+                  model=model(step(*hosted_mcp_listing_and_request()), follow))
+    return agent, run(agent, "Delete the old policy.", run_config=RunConfig(workflow_name="library"))
+
+
 MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_notes_server.py")
 
 

@@ -23,7 +23,7 @@ from ._local import shell_output
 from ._state import RunState, plain, telemetry_failed
 
 # Output item type -> (tool name, the item's fields that are the call's input, the field that is its result).
-# mcp_call items name their tool themselves (``name``) and their server (``server_label``).
+# mcp_call items name their tool themselves (``name``); they and mcp_list_tools name their server (``server_label``).
 _CALLS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
     "web_search_call": ("web_search", ("action",), None),
     "file_search_call": ("file_search", ("queries",), "results"),
@@ -31,6 +31,7 @@ _CALLS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
     "image_generation_call": ("image_generation", (), None),  # the image itself (base64) is not kept
     "mcp_call": ("mcp", ("arguments",), "output"),
     "tool_search_call": ("tool_search", ("arguments",), None),
+    "mcp_list_tools": ("mcp_list_tools", (), "tools"),  # the provider listing a hosted MCP server's tools
 }
 
 
@@ -87,8 +88,8 @@ def _record(state: RunState, item: dict[str, Any], parent: Any) -> None:
     attributes: dict[str, Any] = {Attr.TOOL_HOSTED: True}
     if kind == "mcp_call":
         name = str(item.get("name") or name)
-        if item.get("server_label"):
-            attributes[Attr.TOOL_SERVER] = str(item["server_label"])
+    if item.get("server_label"):
+        attributes[Attr.TOOL_SERVER] = str(item["server_label"])
     present = {key: item[key] for key in inputs if item.get(key) is not None}
     arguments = present.get("arguments") if kind in ("mcp_call", "tool_search_call") else present or None
     call = state.recorder.tool(name, call_id=str(item.get("call_id") or item.get("id") or "") or None,

@@ -24,7 +24,7 @@ from ...recorder import Recorder
 from ...vocabulary import Attr
 from ._approvals import Approvals, decisions
 from ._hooks import agent_started, close_open, resumed
-from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
+from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, pending_id, plain, telemetry_failed
 
 Begin = Callable[..., "tuple[RunState, dict[str, Any]] | None"]  # (args, kwargs, streamed=False)
 End = Callable[..., None]  # (state, error, result=None)
@@ -115,9 +115,7 @@ _interrupted_lock = threading.Lock()
 
 
 def _call_id(item: Any) -> str:
-    raw = getattr(item, "raw_item", None)
-    call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
-    return str(call_id or "")
+    return pending_id(getattr(item, "raw_item", None))
 
 
 def _pending_calls(items: Any) -> tuple[str, ...]:
