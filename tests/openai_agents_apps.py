@@ -191,6 +191,16 @@ def input_tripwire() -> Any:
     return run(agent, "my password is hunter2", run_config=RunConfig(workflow_name="guarded"))
 
 
+def nested_input_tripwire() -> Any:
+    """desk asks assistant as a tool (q1); assistant's blocking input guardrail no_secrets trips before its first
+    turn, so the tool fails (the model gets the SDK's error message) and desk answers."""
+    assistant = Agent(name="assistant", input_guardrails=[no_secrets], model=model(step(assistant_message("never"))))
+    desk = Agent(name="desk", tools=[assistant.as_tool(tool_name="ask_assistant", tool_description="Ask.")],
+                 model=model(step(function_call("ask_assistant", {"input": "my password is hunter2"}, call_id="q1")),
+                             step(assistant_message("The assistant could not help."))))
+    return run(desk, run_config=RunConfig(workflow_name="helpdesk"))
+
+
 def output_tripwire() -> Any:
     agent = Agent(name="assistant", output_guardrails=[polite], model=model(step(assistant_message("a rude reply"))))
     return run(agent, run_config=RunConfig(workflow_name="guarded"))
