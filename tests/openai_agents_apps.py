@@ -581,7 +581,7 @@ def hosted_mcp_listing_and_request() -> list[Any]:
                                arguments='{"doc": "old-policy"}')]
 
 
-def hosted_mcp_approval(approve: bool | None) -> Any:
+def hosted_mcp_agent(approve: bool | None, script: bool = True) -> Agent:
     """librarian's hosted MCP server asks before delete_doc: the app's ``on_approval_request`` approves or
     rejects it (with a reason); ``None``: no callback, so the run returns awaiting the app's decision. Once
     approved the provider calls it (mcp_2) and the model answers."""
@@ -596,10 +596,23 @@ def hosted_mcp_approval(approve: bool | None) -> Any:
     follow = (step(McpCall(id="mcp_2", type="mcp_call", server_label="docs", name="delete_doc",
                            arguments='{"doc": "old-policy"}', output="deleted"), assistant_message("Deleted."))
               if approve is not False else step(assistant_message("Not deleted.")))
-    agent = Agent(name="librarian", tools=[HostedMCPTool(tool_config=config, on_approval_request=decide
-                                                         if approve is not None else None)],
-                  model=model(step(*hosted_mcp_listing_and_request()), follow))
+    steps = (step(*hosted_mcp_listing_and_request()), follow) if script else ()
+    return Agent(name="librarian", tools=[HostedMCPTool(tool_config=config, on_approval_request=decide
+                                                        if approve is not None else None)], model=model(*steps))
+
+
+def hosted_mcp_approval(approve: bool | None) -> tuple[Agent, Any]:
+    agent = hosted_mcp_agent(approve)
     return agent, run(agent, "Delete the old policy.", run_config=RunConfig(workflow_name="library"))
+
+
+def hosted_mcp_approved_after_interrupt() -> Any:
+    """No callback: the run returns awaiting mcpr_1; the app approves it and resumes the run."""
+    agent, first = hosted_mcp_approval(None)
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    return asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="library")),
+                                        TIMEOUT))
 
 
 MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_notes_server.py")

@@ -182,15 +182,7 @@ def test_a_hosted_mcp_servers_tool_listing_is_a_hosted_call_whose_result_is_the_
 def test_a_hosted_mcp_approval_left_to_the_app_is_awaited_and_the_resumed_runs_intervention_names_it(captured):
     """No on_approval_request: the run returns awaiting mcpr_1 (the interrupt names it, as it names a tool call
     awaiting approval); the app approves it and resumes, and the resumed run's intervention approves mcpr_1."""
-    import asyncio
-
-    from agents import Runner
-
-    agent, result = apps.hosted_mcp_approval(None)
-    state = result.to_state()
-    state.approve(result.interruptions[0])
-    resumed = asyncio.run(Runner.run(agent, state))
-    assert resumed.final_output == "Deleted."
+    assert apps.hosted_mcp_approved_after_interrupt().final_output == "Deleted."
     interrupted, after = [check_trace(t) for t in captured.traces()]
     (stop,) = [e for e in interrupted["events"] if e.get("decision") == "stop"]
     assert (stop["reason"], stop["awaiting"]) == ("interrupt", ["mcpr_1"])

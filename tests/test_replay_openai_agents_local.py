@@ -94,6 +94,34 @@ def test_a_hosted_shell_call_is_part_of_the_served_reply_and_the_replay_is_equal
     assert [s.attributes.get(Attr.TOOL_HOSTED) for s in replayed] == [True, True]  # recorded, then replayed
 
 
+@pytest.mark.parametrize("approve", [True, False], ids=["approved", "rejected"])
+def test_a_hosted_mcp_approval_answered_in_the_run_replays_equal(captured, monkeypatch, approve):
+    """The app's on_approval_request answers again in the replay (it is the app's code, not a tool); the served
+    replies carry the listing and the provider's call."""
+    trace, contents = _record(lambda: apps.hosted_mcp_approval(approve), captured, monkeypatch)
+    result = replay(trace, apps.hosted_mcp_agent(approve, script=False), contents=contents)
+    assert result.equal, result.divergence
+    assert (result.served, result.live) == (2, 0)
+    (intervention,) = [e for e in result.traces[0]["events"] if e["type"] == "human_intervention"]
+    assert (intervention["approved"], intervention["rejected"]) == ((["mcpr_1"], []) if approve else ([], ["mcpr_1"]))
+
+
+def test_a_hosted_mcp_approval_awaited_and_resumed_replays_as_a_chain(captured, monkeypatch):
+    """The app approved mcpr_1 between the runs: the replayed interrupted run awaits the same request, the
+    recorded approval is applied to its state, and the resume replays equal."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        apps.hosted_mcp_approved_after_interrupt()
+    conversions = captured.conversions()
+    chain = [check_trace(c.trace) for c in conversions]
+    contents = {k: v for c in conversions for k, v in c.contents.items()}
+    result = replay(chain, apps.hosted_mcp_agent(None, script=False), contents=contents)
+    assert result.equal, result.divergence
+    assert result.app_errors == [None, None]
+    assert (result.traces[1]["events"][0]["approved"], result.traces[1]["events"][0]["rejected"]) == (
+        ["mcpr_1"], [])
+
+
 def _ops(agent: Agent, errors: list[str]) -> Any:
     """An app of the user's own: a workflow function running the SDK, noting the errors the run raises."""
 
