@@ -191,6 +191,16 @@ def input_tripwire() -> Any:
     return run(agent, "my password is hunter2", run_config=RunConfig(workflow_name="guarded"))
 
 
+def nested_input_tripwire() -> Any:
+    """desk asks assistant as a tool (q1); assistant's blocking input guardrail no_secrets trips before its first
+    turn, so the tool fails (the model gets the SDK's error message) and desk answers."""
+    assistant = Agent(name="assistant", input_guardrails=[no_secrets], model=model(step(assistant_message("never"))))
+    desk = Agent(name="desk", tools=[assistant.as_tool(tool_name="ask_assistant", tool_description="Ask.")],
+                 model=model(step(function_call("ask_assistant", {"input": "my password is hunter2"}, call_id="q1")),
+                             step(assistant_message("The assistant could not help."))))
+    return run(desk, run_config=RunConfig(workflow_name="helpdesk"))
+
+
 def output_tripwire() -> Any:
     agent = Agent(name="assistant", output_guardrails=[polite], model=model(step(assistant_message("a rude reply"))))
     return run(agent, run_config=RunConfig(workflow_name="guarded"))
@@ -559,6 +569,52 @@ def hosted_tools() -> Any:
     return run(agent, "What is the refund policy?", run_config=RunConfig(workflow_name="research"))
 
 
+def hosted_mcp_listing_and_request() -> list[Any]:
+    """The provider's first reply for a hosted MCP server (label "docs") that asks before calls: the server's tool
+    listing (ml_1: search_docs, delete_doc) and its request (mcpr_1) to call delete_doc."""
+    from openai.types.responses.response_output_item import McpApprovalRequest, McpListTools, McpListToolsTool
+
+    return [McpListTools(id="ml_1", type="mcp_list_tools", server_label="docs", tools=[
+                McpListToolsTool(name="search_docs", input_schema={"type": "object"}, description="Search."),
+                McpListToolsTool(name="delete_doc", input_schema={"type": "object"})]),
+            McpApprovalRequest(id="mcpr_1", type="mcp_approval_request", server_label="docs", name="delete_doc",
+                               arguments='{"doc": "old-policy"}')]
+
+
+def hosted_mcp_agent(approve: bool | None, script: bool = True) -> Agent:
+    """librarian's hosted MCP server asks before delete_doc: the app's ``on_approval_request`` approves or
+    rejects it (with a reason); ``None``: no callback, so the run returns awaiting the app's decision. Once
+    approved the provider calls it (mcp_2) and the model answers."""
+    from agents import HostedMCPTool
+    from openai.types.responses.response_output_item import McpCall
+
+    def decide(request: Any) -> Any:
+        return {"approve": True} if approve else {"approve": False, "reason": "keep the old policy"}
+
+    config = {"type": "mcp", "server_label": "docs", "server_url": "https://docs.invalid/mcp",
+              "require_approval": "always"}
+    follow = (step(McpCall(id="mcp_2", type="mcp_call", server_label="docs", name="delete_doc",
+                           arguments='{"doc": "old-policy"}', output="deleted"), assistant_message("Deleted."))
+              if approve is not False else step(assistant_message("Not deleted.")))
+    steps = (step(*hosted_mcp_listing_and_request()), follow) if script else ()
+    return Agent(name="librarian", tools=[HostedMCPTool(tool_config=config, on_approval_request=decide
+                                                        if approve is not None else None)], model=model(*steps))
+
+
+def hosted_mcp_approval(approve: bool | None) -> tuple[Agent, Any]:
+    agent = hosted_mcp_agent(approve)
+    return agent, run(agent, "Delete the old policy.", run_config=RunConfig(workflow_name="library"))
+
+
+def hosted_mcp_approved_after_interrupt() -> Any:
+    """No callback: the run returns awaiting mcpr_1; the app approves it and resumes the run."""
+    agent, first = hosted_mcp_approval(None)
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    return asyncio.run(asyncio.wait_for(Runner.run(agent, state, run_config=RunConfig(workflow_name="library")),
+                                        TIMEOUT))
+
+
 MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_notes_server.py")
 
 
@@ -611,6 +667,56 @@ def operator() -> Agent:
 
 def local_tools() -> Any:
     return run(operator(), run_config=RunConfig(workflow_name="ops"))
+
+
+def _structured_shell(request: Any) -> Any:
+    from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellResult
+
+    return ShellResult(output=[
+        ShellCommandOutput(stdout="hi\n", command="echo hi", outcome=ShellCallOutcome(type="exit", exit_code=0)),
+        ShellCommandOutput(stderr="no such file\n", command="cat x", outcome=ShellCallOutcome(type="exit", exit_code=1))])
+
+
+def structured_shell() -> Any:
+    """operator again, its shell executor returning a structured ShellResult: ``echo hi`` printed hi, ``cat x``
+    failed (exit code 1) with an error on stderr."""
+    from agents import ShellTool
+
+    agent = operator()
+    agent.tools[0] = ShellTool(executor=_structured_shell)
+    return run(agent, run_config=RunConfig(workflow_name="ops"))
+
+
+HOSTED_SHELL_CALL = {"type": "shell_call", "id": "sh_9", "call_id": "hs1", "status": "completed",
+                     "action": {"commands": ["python --version"]},
+                     "environment": {"type": "container_reference", "container_id": "cntr_1"}}
+HOSTED_SHELL_OUTPUT = {"type": "shell_call_output", "id": "sho_9", "call_id": "hs1", "status": "completed",
+                       "created_by": "cntr_1",
+                       "output": [{"stdout": "Python 3.12.1\n", "stderr": "", "created_by": "cntr_1",
+                                   "outcome": {"type": "exit", "exit_code": 0}}]}
+
+
+HOSTED_SHELL_SECRET = "pypi-not-for-traces"
+
+
+def hosted_shell_agent(script: bool = True) -> Agent:
+    """analyst's ShellTool runs in a container the provider hosts (its network policy holds a secret): its first
+    reply holds the shell call hs1, the provider's output for it, and a function call t1 (lookup_invoice, which
+    the app runs); then it answers. The app runs no command."""
+    from agents import ShellTool
+
+    environment = {"type": "container_auto", "network_policy": {
+        "type": "allowlist", "allowed_domains": ["pypi.org"],
+        "domain_secrets": [{"domain": "pypi.org", "name": "TOKEN", "value": HOSTED_SHELL_SECRET}]}}
+    steps = (step(HOSTED_SHELL_CALL, HOSTED_SHELL_OUTPUT, function_call("lookup_invoice", {"number": "42"},
+                                                                        call_id="t1")),
+             step(assistant_message("Python 3.12.1 is installed; invoice 42 is paid."))) if script else ()
+    return Agent(name="analyst", tools=[ShellTool(environment=environment), lookup_invoice], model=model(*steps))
+
+
+def hosted_shell() -> Any:
+    return run(hosted_shell_agent(), "Which Python is installed, and is invoice 42 paid?",
+               run_config=RunConfig(workflow_name="analysis"))
 
 
 def local_tool_awaiting_approval() -> Any:

@@ -127,6 +127,24 @@ def test_an_input_guardrail_tripwire_is_the_runs_forced_stop_naming_the_guardrai
     assert events_of(trace, "message") == []  # the blocking guardrail ran before any model call
 
 
+def test_an_input_guardrail_tripwire_of_a_run_inside_a_tool_is_its_spawned_agents_forced_stop(captured):
+    """assistant, asked as desk's tool, is stopped by its blocking guardrail before its first turn: it is still
+    desk's sub-agent (the SDK had started it), with no model call, stopped by the tripwire and failing with it;
+    the tool failed, and desk goes on and answers."""
+    from conftest import span_tree
+
+    assert apps.nested_input_tripwire().final_output == "The assistant could not help."
+    assert span_tree(captured.spans) == [("invoke_workflow helpdesk", [("invoke_agent desk", [
+        ("chat ScriptedModel", []), ("execute_tool ask_assistant", [("invoke_agent assistant", [])]),
+        ("chat ScriptedModel", [])])])]
+    trace = _one_trace(captured)
+    assert [(e["agent"], e["to"]) for e in events_of(trace, "spawn")] == [("desk", "assistant")]
+    assert _stops(trace) == [("assistant", "input_guardrail_tripwire", "no_secrets", True),
+                             ("desk", "end", None, False), ("helpdesk", "end", None, False)]
+    (agent_return,) = events_of(trace, "return", agent="assistant")
+    assert agent_return["status"] == "error"
+
+
 def test_an_output_guardrail_tripwire_follows_the_agents_own_answer(captured):
     with pytest.raises(Exception, match="Guardrail"):
         apps.output_tripwire()

@@ -114,6 +114,84 @@ def test_a_hosted_call_the_provider_says_failed_is_a_failed_tool_call(captured):
     assert _stops(trace) == [("researcher", "end", None, False), ("research", "end", None, False)]
 
 
+def test_a_shell_in_a_hosted_container_is_a_hosted_call_inside_the_model_call_with_the_providers_output(captured):
+    with recording(capture=True):
+        assert apps.hosted_shell().final_output == "Python 3.12.1 is installed; invoice 42 is paid."
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    assert [(e["agent"], e["tool"], e["call_id"], e.get("hosted")) for e in events_of(trace, "tool_call")] == [
+        ("analyst", "shell", "hs1", True), ("analyst", "lookup_invoice", "t1", None)]
+    (call, _) = events_of(trace, "tool_call")
+    assert json.loads(conversion.contents[call["content_ref"]]) == {"commands": ["python --version"]}
+    (result,) = events_of(trace, "tool_result", call_id="hs1")
+    assert result["status"] == "ok"
+    assert json.loads(conversion.contents[result["content_ref"]]) == {"output": [  # the provider's mark dropped
+        {"stdout": "Python 3.12.1\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}
+    (chat, _) = _spans(captured, "chat")
+    (tool,) = [s for s in _spans(captured, "execute_tool") if s.attributes.get(Attr.TOOL_HOSTED)]
+    assert tool.parent_id == chat.span_id and tool.attributes[Attr.TOOL_TYPE] == "shell"
+    offered = json.loads(conversion.contents[events_of(trace, "message", channel="llm")[0]["tools_ref"]])
+    assert offered[0] == {"type": "shell", "name": "shell"}  # never its environment, which holds a secret
+    spans = json.dumps([dict(s.attributes) for s in captured.spans], default=str)
+    assert apps.HOSTED_SHELL_SECRET not in spans and apps.HOSTED_SHELL_SECRET not in json.dumps(conversion.contents)
+
+
+def _hosted(trace: dict) -> list[tuple]:
+    return [(e["tool"], e["call_id"], e.get("server")) for e in events_of(trace, "tool_call") if e.get("hosted")]
+
+
+@pytest.mark.parametrize("approve", [True, False], ids=["approved", "rejected"])
+def test_a_hosted_mcp_approval_answered_by_on_approval_request_is_an_intervention_naming_the_request(
+        captured, monkeypatch, approve):
+    """The provider asked (mcpr_1) before calling delete_doc on the docs server; the tool's on_approval_request
+    answered in the run: librarian received that answer, the request id approved or rejected (ids, always
+    kept), the decision and the reason content. Only an approved request leads to the provider's call mcp_2."""
+    apps.hosted_mcp_approval(approve)
+    trace = _one_trace(captured)
+    (intervention,) = events_of(trace, "human_intervention")
+    assert (intervention["agent"], intervention["to"]) == ("human", "librarian")
+    assert (intervention["approved"], intervention["rejected"]) == ((["mcpr_1"], []) if approve else ([], ["mcpr_1"]))
+    (plain,) = captured.conversions()  # capture off: the reason, the human's words, is not kept
+    assert "keep the old policy" not in json.dumps(plain.trace) + json.dumps(plain.contents)
+    assert _hosted(trace) == [("mcp_list_tools", "ml_1", "docs")] + ([("delete_doc", "mcp_2", "docs")] if approve
+                                                                      else [])
+    captured.spans.clear()
+    with recording(capture=True):
+        apps.hosted_mcp_approval(approve)
+    conversion = captured.conversions()[-1]
+    (intervention,) = events_of(conversion.trace, "human_intervention")
+    assert json.loads(conversion.contents[intervention["content_ref"]]) == (
+        [{"call_id": "mcpr_1", "approved": True}] if approve
+        else [{"call_id": "mcpr_1", "approved": False, "message": "keep the old policy"}])
+
+
+def test_a_hosted_mcp_servers_tool_listing_is_a_hosted_call_whose_result_is_the_tools_listed(captured):
+    with recording(capture=True):
+        apps.hosted_mcp_approval(True)
+    (conversion,) = captured.conversions()
+    (listing,) = events_of(conversion.trace, "tool_result", call_id="ml_1")
+    assert listing["status"] == "ok"
+    assert json.loads(conversion.contents[listing["content_ref"]]) == [
+        {"name": "search_docs", "input_schema": {"type": "object"}, "description": "Search."},
+        {"name": "delete_doc", "input_schema": {"type": "object"}}]
+    (first, _) = _spans(captured, "chat")
+    (span,) = [s for s in _spans(captured, "execute_tool") if s.attributes[Attr.TOOL_CALL_ID] == "ml_1"]
+    assert span.parent_id == first.span_id and span.attributes[Attr.TOOL_TYPE] == "mcp_list_tools"
+
+
+def test_a_hosted_mcp_approval_left_to_the_app_is_awaited_and_the_resumed_runs_intervention_names_it(captured):
+    """No on_approval_request: the run returns awaiting mcpr_1 (the interrupt names it, as it names a tool call
+    awaiting approval); the app approves it and resumes, and the resumed run's intervention approves mcpr_1."""
+    assert apps.hosted_mcp_approved_after_interrupt().final_output == "Deleted."
+    interrupted, after = [check_trace(t) for t in captured.traces()]
+    (stop,) = [e for e in interrupted["events"] if e.get("decision") == "stop"]
+    assert (stop["reason"], stop["awaiting"]) == ("interrupt", ["mcpr_1"])
+    (intervention,) = events_of(after, "human_intervention")
+    assert (intervention["approved"], intervention["rejected"], intervention["resume_of"]) == (
+        ["mcpr_1"], [], interrupted["trace_id"])
+    assert _hosted(after) == [("delete_doc", "mcp_2", "docs")]
+
+
 def test_an_agent_offers_its_hosted_tools_by_type_and_name_never_their_configuration(captured):
     with recording(capture=True):
         apps.hosted_tools()
@@ -176,6 +254,24 @@ def test_a_shell_command_and_a_custom_tool_are_tool_calls_with_the_models_call_i
     assert results["s1"][0] == "ok" and "ran: echo hi" in json.dumps(results["s1"][1])
     assert {s.attributes[Attr.TOOL_CALL_ID]: s.attributes[Attr.TOOL_TYPE] for s in _spans(captured, "execute_tool")} == {
         "s1": "shell", "c1": "custom_tool"}
+
+
+def test_a_structured_shell_result_is_recorded_as_the_model_got_it(captured):
+    """The executor's ShellResult reaches the model as the shell_call_output item's entries (stdout, stderr and
+    the exit outcome per command; the command itself and the SDK's rendered text are not sent): that is s1's
+    recorded result, and the same entries are in the next model call's input."""
+    with recording(capture=True):
+        assert apps.structured_shell().final_output == "done"
+    (conversion,) = captured.conversions()
+    trace = check_trace(conversion.trace)
+    got = [{"stdout": "hi\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+           {"stdout": "", "stderr": "no such file\n", "outcome": {"type": "exit", "exit_code": 1}}]
+    (result,) = [e for e in events_of(trace, "tool_result") if e["call_id"] == "s1"]
+    assert (result["status"], json.loads(conversion.contents[result["content_ref"]])) == ("ok", {"output": got})
+    second = [e for e in events_of(trace, "message") if e["channel"] == "llm"][1]
+    (item,) = [i for i in json.loads(conversion.contents[second["input_ref"]])
+               if isinstance(i, dict) and i.get("type") == "shell_call_output"]
+    assert (item["call_id"], item["output"]) == ("s1", got)
 
 
 def test_a_shell_command_awaiting_approval_did_not_run_and_is_no_tool_call(captured):

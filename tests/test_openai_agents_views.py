@@ -204,3 +204,21 @@ def test_a_shell_command_and_a_custom_tool_are_tool_calls_answered_in_the_chat(t
         {"id": "c1", "type": "function", "function": {"name": "shout", "arguments": "hello"}}]
     assert sorted(m["tool_call_id"] for m in row["messages"] if m["role"] == "tool") == ["c1", "s1"]
     assert {"role": "tool", "content": "HELLO", "tool_call_id": "c1"} in row["messages"]
+
+
+def test_a_structured_shell_results_tool_message_is_text(tmp_path):
+    """The model got s1's output structured (per command: stdout, stderr, exit code); the chat's tool message
+    answering s1 is that output as text a chat template renders: each command's output, its stderr
+    labelled, a non-zero exit code named."""
+    (row,) = _chat(tmp_path, apps.structured_shell)
+    assert {"role": "tool", "content": "hi\n\nstderr:\nno such file\nexit code: 1", "tool_call_id": "s1"
+            } in row["messages"]
+
+
+def test_a_hosted_shell_call_is_left_out_of_the_chat_as_other_hosted_calls_are(tmp_path):
+    """hs1 ran in the provider's container inside the model call: no tool turn of the app answers it, so the
+    chat has the reply's function call t1 and its result only."""
+    (row,) = _chat(tmp_path, apps.hosted_shell)
+    assert [(m["role"], [c["id"] for c in m.get("tool_calls") or ()], m.get("tool_call_id")) for m in
+            row["messages"]] == [("user", [], None), ("assistant", ["t1"], None), ("tool", [], "t1"),
+                                    ("assistant", [], None)]

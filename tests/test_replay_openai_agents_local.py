@@ -69,25 +69,57 @@ def test_a_shell_command_and_a_custom_tool_are_served_and_never_run_by_a_replay(
         assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
 
 
-def test_a_shell_executors_structured_result_is_served_as_its_text_so_the_replay_diverges_without_running_it(
+def test_a_shell_executors_structured_result_is_served_as_the_model_got_it_and_the_replay_is_equal(
         captured, monkeypatch):
-    """The recording keeps the command's output as the SDK renders it for the run's items ("$ echo hi\nhi");
-    the model was given it structured (stdout, stderr, exit code), which a replay cannot rebuild from that text:
-    the model's next prompt is not the recorded one, and the replay stops there."""
-    from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellResult
-
-    def structured(request) -> ShellResult:
-        return ShellResult(output=[ShellCommandOutput(stdout="hi\n", command="echo hi",
-                                                      outcome=ShellCallOutcome(type="exit", exit_code=0))])
-
-    recorded = apps.operator()
-    recorded.tools[0] = ShellTool(executor=structured)
-    trace, contents = _record(lambda: apps.run(recorded), captured, monkeypatch)
+    """The model was given the command's output structured (stdout, stderr, exit code per command), not the
+    text the SDK renders for its hooks ("$ echo hi\nhi"); the recording keeps that structure, so the replay
+    hands the SDK the same structured result, the model's next prompt is the recorded one, and the command
+    does not run."""
+    trace, contents = _record(apps.structured_shell, captured, monkeypatch)
     called: list[str] = []
     result = replay(trace, _operator(called), contents=contents)
-    assert "shell echo hi" not in called
-    assert not result.equal and result.app_errors == ["NotRecorded"]
-    assert "a model call with a prompt the recording does not have" in result.divergence.note
+    assert result.equal, result.divergence
+    assert called == []
+    assert result.served == 4 and result.live == 0  # two model calls, the command s1 and the custom call c1
+
+
+def test_a_hosted_shell_call_is_part_of_the_served_reply_and_the_replay_is_equal(captured, monkeypatch):
+    """hs1 ran in the provider's container: the served reply carries it and its output, the app runs nothing for
+    it, and the replayed trace has it again as a hosted call inside the model call."""
+    trace, contents = _record(apps.hosted_shell, captured, monkeypatch)
+    result = replay(trace, apps.hosted_shell_agent(script=False), contents=contents)
+    assert result.equal, result.divergence
+    assert result.served == 3 and result.live == 0  # two model calls and lookup_invoice t1
+    replayed = [s for s in captured.spans if s.attributes.get(Attr.TOOL_CALL_ID) == "hs1"]
+    assert [s.attributes.get(Attr.TOOL_HOSTED) for s in replayed] == [True, True]  # recorded, then replayed
+
+
+@pytest.mark.parametrize("approve", [True, False], ids=["approved", "rejected"])
+def test_a_hosted_mcp_approval_answered_in_the_run_replays_equal(captured, monkeypatch, approve):
+    """The app's on_approval_request answers again in the replay (it is the app's code, not a tool); the served
+    replies carry the listing and the provider's call."""
+    trace, contents = _record(lambda: apps.hosted_mcp_approval(approve), captured, monkeypatch)
+    result = replay(trace, apps.hosted_mcp_agent(approve, script=False), contents=contents)
+    assert result.equal, result.divergence
+    assert (result.served, result.live) == (2, 0)
+    (intervention,) = [e for e in result.traces[0]["events"] if e["type"] == "human_intervention"]
+    assert (intervention["approved"], intervention["rejected"]) == ((["mcpr_1"], []) if approve else ([], ["mcpr_1"]))
+
+
+def test_a_hosted_mcp_approval_awaited_and_resumed_replays_as_a_chain(captured, monkeypatch):
+    """The app approved mcpr_1 between the runs: the replayed interrupted run awaits the same request, the
+    recorded approval is applied to its state, and the resume replays equal."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        apps.hosted_mcp_approved_after_interrupt()
+    conversions = captured.conversions()
+    chain = [check_trace(c.trace) for c in conversions]
+    contents = {k: v for c in conversions for k, v in c.contents.items()}
+    result = replay(chain, apps.hosted_mcp_agent(None, script=False), contents=contents)
+    assert result.equal, result.divergence
+    assert result.app_errors == [None, None]
+    assert (result.traces[1]["events"][0]["approved"], result.traces[1]["events"][0]["rejected"]) == (
+        ["mcpr_1"], [])
 
 
 def _ops(agent: Agent, errors: list[str]) -> Any:

@@ -8,7 +8,8 @@ SDK's: ``message`` items with ``input_text`` / ``output_text`` parts,
 ``function_call`` and ``function_call_output``, and the same pairs of local
 tools that are no functions: ``shell_call``, ``computer_call``,
 ``custom_tool_call``...; hosted tool calls, run by the model's provider
-inside the call, are left out, as reasoning is). Every shape becomes a list of messages whose role is
+inside the call, are left out, as reasoning is, a shell call in a hosted
+environment and its output included). Every shape becomes a list of messages whose role is
 one of system, user, assistant, tool and whose content is a string; assistant
 tool calls are kept in OpenAI form (``tool_calls``: ``{id, type, function:
 {name, arguments}}``, arguments as JSON text).
@@ -164,17 +165,56 @@ def normalize_messages(value: Any, default_role: str = "user") -> list[dict[str,
     if not isinstance(value, list):
         value = [value]
     out: list[dict[str, Any]] = []
+    hosted_shells: set[Any] = set()  # call ids of shell calls the provider ran: left out as hosted calls are
     for m in value:
         kind = m.get("type") if isinstance(m, dict) else None
-        if kind == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
+        if kind == "shell_call" and _in_hosted_environment(m):
+            hosted_shells.add(m.get("call_id"))
+        elif kind == "shell_call_output" and m.get("call_id") in hosted_shells:
+            continue
+        elif kind == "FunctionExecutionResultMessage" and isinstance(m.get("content"), list):
             out.extend(_autogen_results(m["content"]))  # recorded raw by orch-otel before 0.x: one message per result
         elif kind in _CALL_ITEMS and "call_id" in m:
             _add_responses_call(out, m)
         elif kind in _OUTPUT_ITEMS and "call_id" in m:
-            out.append({"role": "tool", "content": text_of(m.get("output")), "tool_call_id": str(m["call_id"])})
+            output = _shell_text(m["output"]) if kind == "shell_call_output" and _is_shell_output(
+                m.get("output")) else text_of(m.get("output"))
+            out.append({"role": "tool", "content": output, "tool_call_id": str(m["call_id"])})
         elif kind not in _SKIPPED_ITEMS:
             out.append(normalize_message(m, default_role))
     return out
+
+
+def _in_hosted_environment(call: dict[str, Any]) -> bool:
+    """A ``shell_call`` naming a hosted environment (a container; a local call names ``local`` or nothing)."""
+    environment = call.get("environment")
+    return isinstance(environment, dict) and environment.get("type") not in (None, "local")
+
+
+def _is_shell_output(output: Any) -> bool:
+    return isinstance(output, list) and all(isinstance(e, dict) and ("stdout" in e or "stderr" in e) for e in output)
+
+
+def _shell_text(entries: list[dict[str, Any]]) -> str:
+    """A ``shell_call_output``'s commands (stdout, stderr, outcome each) as
+    one text: each command's output, its stderr labelled, a non-zero exit
+    code or a timeout named; commands apart by a blank line."""
+    chunks = []
+    for entry in entries:
+        lines = []
+        stdout, stderr = str(entry.get("stdout") or "").rstrip("\n"), str(entry.get("stderr") or "").rstrip("\n")
+        if stdout:
+            lines.append(stdout)
+        if stderr:
+            lines += ["", "stderr:", stderr] if stdout else ["stderr:", stderr]
+        outcome = entry.get("outcome")
+        outcome = outcome if isinstance(outcome, dict) else {}
+        if outcome.get("type") == "timeout":
+            lines.append("timed out")
+        elif outcome.get("exit_code") not in (None, 0):
+            lines.append(f"exit code: {outcome['exit_code']}")
+        chunks.append("\n".join(lines) or "(no output)")
+    return "\n\n".join(chunks)
 
 
 def _add_responses_call(out: list[dict[str, Any]], item: dict[str, Any]) -> None:

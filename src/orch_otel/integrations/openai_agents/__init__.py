@@ -74,7 +74,7 @@ class OpenAIAgentsInstrumentor(LazyInstrumentor):
         # The SDK is imported only here: on its first import, after the dependency check.
         from agents import exceptions, run, run_state, tool
         from agents.lifecycle import AgentHooksBase, RunHooks, RunHooksBase
-        from agents.run_internal import run_loop, tool_actions, tool_execution, turn_resolution
+        from agents.run_internal import run_loop, tool_actions, tool_execution, tool_planning, turn_resolution
 
         from . import _approvals, _runs, _steps
         from ._hooks import hooks_class
@@ -111,6 +111,7 @@ class OpenAIAgentsInstrumentor(LazyInstrumentor):
         patches.wrap(run_loop, "prepare_input_with_session", _runs.session_input(streamed=True))  # start_streaming
         for module in (turn_resolution, tool_execution):  # a resumed turn's rejections, and a later call's
             patches.wrap(module, "resolve_approval_rejection_message", _approvals.rejected_tool())
+        patches.wrap(tool_planning, "execute_mcp_approval_requests", _approvals.hosted_mcp_answers())
         self._patch_models(patches)
         from ._replay import seams
 

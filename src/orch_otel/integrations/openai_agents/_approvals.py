@@ -1,7 +1,9 @@
 """A human's approvals in a run resumed from a ``RunState``: which of the
 tool calls awaiting approval were approved and which rejected, and the
 rejected calls themselves (the tool does not run; the SDK sends the model a
-rejection message as the call's output).
+rejection message as the call's output). A hosted MCP server's approval
+requests are answered the same way, or in the run by the tool's
+``on_approval_request``: those answers are recorded as they are given.
 
 Call ids are not content and are always kept; what the human wrote (a
 rejection message) is content, kept only as the content policy says."""
@@ -13,7 +15,7 @@ from typing import Any
 
 from ..._invocation import ERROR
 from ...vocabulary import Attr
-from ._state import RUN, plain, telemetry_failed
+from ._state import RUN, pending_id, plain, telemetry_failed
 
 REJECTED_KIND = "approval_rejected"  # the SDK's own name for it (ToolErrorFormatterArgs.kind)
 
@@ -47,8 +49,7 @@ def decisions(run_state: Any) -> Approvals:
     if context is None:
         return found
     for item in run_state.get_interruptions():
-        raw = getattr(item, "raw_item", None)
-        call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+        call_id = pending_id(getattr(item, "raw_item", None))
         name = getattr(item, "tool_name", None)
         if not call_id or not name:
             continue
@@ -89,3 +90,42 @@ def rejected_tool() -> Any:
         return message
 
     return wrapper
+
+
+def hosted_mcp_answers() -> Any:
+    """``execute_mcp_approval_requests``: a hosted MCP tool's
+    ``on_approval_request`` answered the provider's approval requests in the
+    run. Recorded as the intervention the agent received, naming the request
+    ids approved and rejected (ids, always kept); the decisions and a
+    rejection's reason are content."""
+
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        responses = await wrapped(*args, **kwargs)
+        state = RUN.get()
+        if state is not None and not state.finished and state.segment is not None:
+            try:
+                answers = _answers(responses)
+                if answers.approved or answers.rejected:
+                    state.recorder.human_intervention(answers.content(), span=state.segment.span,
+                                                      approved=answers.approved, rejected=answers.rejected)
+            except Exception:
+                telemetry_failed("hosted MCP approval")
+        return responses
+
+    return wrapper
+
+
+def _answers(responses: Any) -> Approvals:
+    found = Approvals()
+    for item in responses or ():
+        raw = getattr(item, "raw_item", None)
+        if not isinstance(raw, dict) or not raw.get("approval_request_id"):
+            continue
+        request = str(raw["approval_request_id"])
+        if raw.get("approve"):
+            found.approved.append(request)
+        else:
+            found.rejected.append(request)
+            if isinstance(raw.get("reason"), str):
+                found.messages[request] = raw["reason"]
+    return found

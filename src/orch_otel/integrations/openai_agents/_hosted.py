@@ -1,6 +1,7 @@
 """Hosted tools: tools the model's provider runs inside the model call
 (``WebSearchTool``, ``FileSearchTool``, ``CodeInterpreterTool``,
-``ImageGenerationTool``, ``HostedMCPTool``, a server-side ``ToolSearchTool``).
+``ImageGenerationTool``, ``HostedMCPTool``, a server-side ``ToolSearchTool``,
+a ``ShellTool`` with a hosted environment).
 
 The app's process never runs them, so no step of the run loop shows them
 running: the model's reply carries each call as an output item
@@ -18,10 +19,11 @@ from typing import Any
 
 from ..._invocation import ERROR
 from ...vocabulary import Attr
+from ._local import shell_output
 from ._state import RunState, plain, telemetry_failed
 
 # Output item type -> (tool name, the item's fields that are the call's input, the field that is its result).
-# mcp_call items name their tool themselves (``name``) and their server (``server_label``).
+# mcp_call items name their tool themselves (``name``); they and mcp_list_tools name their server (``server_label``).
 _CALLS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
     "web_search_call": ("web_search", ("action",), None),
     "file_search_call": ("file_search", ("queries",), "results"),
@@ -29,6 +31,7 @@ _CALLS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
     "image_generation_call": ("image_generation", (), None),  # the image itself (base64) is not kept
     "mcp_call": ("mcp", ("arguments",), "output"),
     "tool_search_call": ("tool_search", ("arguments",), None),
+    "mcp_list_tools": ("mcp_list_tools", (), "tools"),  # the provider listing a hosted MCP server's tools
 }
 
 
@@ -53,14 +56,28 @@ def _is_hosted_call(item: Any) -> bool:
     return item["type"] != "tool_search_call" or item.get("execution") != "client"
 
 
+def hosted_shell(item: Any, answered: Any = ()) -> bool:
+    """A ``shell_call`` the provider runs: it names a hosted environment (a
+    container, where a local call names ``local`` or nothing), or the reply
+    holding it already holds its output (``answered``: those call ids)."""
+    if not isinstance(item, dict) or item.get("type") != "shell_call":
+        return False
+    environment = item.get("environment")
+    kind = environment.get("type") if isinstance(environment, dict) else None
+    return (kind is not None and kind != "local") or item.get("call_id") in answered
+
+
 def record_calls(state: RunState, output: list[Any], parent: Any) -> None:
     """The hosted tool calls of one model reply, as tool calls inside the
     model call (``parent``: its span's context) that ran at the provider."""
+    shell_outputs = {item.get("call_id"): item for item in output
+                     if isinstance(item, dict) and item.get("type") == "shell_call_output"}
     for item in output:
-        if not _is_hosted_call(item):
-            continue
         try:
-            _record(state, item, parent)
+            if _is_hosted_call(item):
+                _record(state, item, parent)
+            elif hosted_shell(item, shell_outputs):
+                _record_shell(state, item, shell_outputs.get(item.get("call_id")), parent)
         except Exception:
             telemetry_failed("hosted tool call")
 
@@ -71,8 +88,8 @@ def _record(state: RunState, item: dict[str, Any], parent: Any) -> None:
     attributes: dict[str, Any] = {Attr.TOOL_HOSTED: True}
     if kind == "mcp_call":
         name = str(item.get("name") or name)
-        if item.get("server_label"):
-            attributes[Attr.TOOL_SERVER] = str(item["server_label"])
+    if item.get("server_label"):
+        attributes[Attr.TOOL_SERVER] = str(item["server_label"])
     present = {key: item[key] for key in inputs if item.get(key) is not None}
     arguments = present.get("arguments") if kind in ("mcp_call", "tool_search_call") else present or None
     call = state.recorder.tool(name, call_id=str(item.get("call_id") or item.get("id") or "") or None,
@@ -84,3 +101,16 @@ def _record(state: RunState, item: dict[str, Any], parent: Any) -> None:
         call.end(outcome=ERROR)
     else:
         call.end()
+
+
+def _record_shell(state: RunState, item: dict[str, Any], answer: dict[str, Any] | None, parent: Any) -> None:
+    """A hosted shell call: its commands, and the output the reply carries in
+    the form a local ``ShellTool`` call's result has (``_local.model_got``)."""
+    call = state.recorder.tool("shell", call_id=str(item.get("call_id") or item.get("id") or "") or None,
+                               arguments=item.get("action"), tool_type="shell",
+                               attributes={Attr.TOOL_HOSTED: True})
+    call.start(attach=False, parent=parent)
+    result = shell_output(answer)
+    if result is not None:
+        call.set_result(result)
+    call.end()

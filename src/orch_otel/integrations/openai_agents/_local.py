@@ -74,11 +74,35 @@ def local_tool() -> Any:
             raise
         LOCAL.reset(token)
         if call.invocation is not None:
-            call.invocation.set_result(plain(getattr(result, "output", None)))
+            call.invocation.set_result(model_got(result))
             call.invocation.end()
         return result
 
     return wrapper
+
+
+def model_got(result: Any) -> Any:
+    """A local tool's result as the model got it: a ``ShellTool`` call's is
+    its output item's structured payload (:func:`shell_output`), since the
+    model reads that structure, not the text the SDK renders for its hooks and
+    run items (which a replay could not turn back into it); other tools' the
+    text (or screenshot) the model got."""
+    structured = shell_output(getattr(result, "raw_item", None))
+    return structured if structured is not None else plain(getattr(result, "output", None))
+
+
+def shell_output(item: Any) -> dict[str, Any] | None:
+    """A ``shell_call_output`` item's payload for the model: ``{"output":
+    [{stdout, stderr, outcome}, ...], "max_output_length"?}`` (one entry per
+    command); None for any other item."""
+    if not isinstance(item, dict) or item.get("type") != "shell_call_output" or not isinstance(
+            item.get("output"), list):
+        return None
+    got: dict[str, Any] = {"output": [{k: v for k, v in entry.items() if k != "created_by"}  # the provider's mark
+                                      if isinstance(entry, dict) else entry for entry in plain(item["output"])]}
+    if item.get("max_output_length") is not None:
+        got["max_output_length"] = item["max_output_length"]
+    return got
 
 
 def started(tool: Any) -> None:

@@ -41,7 +41,7 @@ from ..._serving import ACTIVE, ModelCall, Served, ToolCall
 from ...vocabulary import Attr
 from .._patch import Patches
 from . import OpenAIAgentsInstrumentor, _replay_local
-from ._state import DEFAULT_WORKFLOW, RUN, TOOL
+from ._state import DEFAULT_WORKFLOW, RUN, TOOL, pending_id
 
 _ITEMS = TypeAdapter(list[ResponseOutputItem])
 # The last replayed run of each app that stopped for approvals: the run its recorded resume goes on from.
@@ -108,7 +108,7 @@ def _resumed_state(app: Any, decisions: Any) -> Any:
     state = interrupted.to_state()
     decided = {str(d.get("call_id")): d for d in decisions or () if isinstance(d, dict)}
     for item in interrupted.interruptions:
-        decision = decided.get(str(getattr(item.raw_item, "call_id", None)))
+        decision = decided.get(pending_id(item.raw_item))  # a hosted MCP approval request by its own id
         if decision is None:
             continue  # left undecided, as recorded: the SDK asks again
         if decision.get("approved"):

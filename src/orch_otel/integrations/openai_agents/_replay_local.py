@@ -26,6 +26,7 @@ from typing import Any
 
 from agents.editor import ApplyPatchResult
 from agents.run_internal import tool_actions
+from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellResult
 
 from ..._serving import ACTIVE, NotRecorded, Served, ToolCall
 from ...vocabulary import Attr
@@ -100,15 +101,18 @@ def _serving_execute(field: str, serving: Callable[[Any], Any]) -> Any:
 
 
 def _served_executor(tool: Any) -> bool:
-    """A shell's executor: the recorded text is what it returned (``ShellAction``
-    wraps a text as the command's stdout, ``LocalShellAction`` passes it on)."""
+    """A shell's executor: it returns what was recorded. A ``ShellTool``'s
+    recorded output is the structured one the model got (``_local.model_got``),
+    served as the ``ShellResult`` the SDK turns back into that same item; a
+    text (``LocalShellTool``, a recording made before) is returned as is
+    (``ShellAction`` wraps it as the command's stdout)."""
     executor = tool.executor
     if executor is None:
         return False
 
     def served_executor(request: Any) -> Any:
-        text = _recorded_text(tool.name)
-        return executor(request) if text is None else text
+        served = _recorded(tool.name, _shell_output)
+        return executor(request) if served is None else served
 
     tool.executor = served_executor
     return True
@@ -119,7 +123,7 @@ def _served_function(tool: Any) -> bool:
     function = tool.on_invoke_tool
 
     def served_function(context: Any, tool_input: str) -> Any:
-        text = _recorded_text(tool.name)
+        text = _recorded(tool.name)
         return function(context, tool_input) if text is None else text
 
     tool.on_invoke_tool = served_function
@@ -142,7 +146,7 @@ class _ServedEditor:
 
     def _operation(self, name: str, operation: Any) -> Any:
         if not self._asked:
-            self._asked, self._text = True, _recorded_text(self._tool)
+            self._asked, self._text = True, _recorded(self._tool)
             if self._text is not None:
                 return ApplyPatchResult(output=self._text)
         return getattr(self._editor, name)(operation) if self._text is None else None
@@ -157,11 +161,28 @@ class _ServedEditor:
         return self._operation("delete_file", operation)
 
 
-def _recorded_text(tool: str) -> str | None:
-    """The recorded text, None to run live; a miss leaves the action as ``_Unserved``."""
+def _shell_output(tool: str, served: Served) -> Any:
+    """A shell call's recorded output: its structured entries as a ``ShellResult``, or its text."""
+    recorded = served.output
+    entries = recorded.get("output") if isinstance(recorded, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return _text(tool, served)
+    commands = []
+    for entry in entries:
+        outcome = entry.get("outcome") if isinstance(entry.get("outcome"), dict) else {}
+        commands.append(ShellCommandOutput(
+            stdout=str(entry.get("stdout") or ""), stderr=str(entry.get("stderr") or ""),
+            outcome=ShellCallOutcome(type="timeout" if outcome.get("type") == "timeout" else "exit",
+                                     exit_code=outcome.get("exit_code"))))
+    return ShellResult(output=commands, max_output_length=recorded.get("max_output_length"))
+
+
+def _recorded(tool: str, form: Callable[[str, Served], Any] = _text) -> Any:
+    """The recorded output in the ``form`` the app's own would have returned,
+    None to run live; a miss leaves the action as ``_Unserved``."""
     try:
         served = _served(tool)
-        return None if served is None else _text(tool, served)
+        return None if served is None else form(tool, served)
     except NotRecorded as exc:
         call = LOCAL.get()
         if call is not None and call.invocation is not None:  # the span fails with the miss, not its carrier

@@ -24,7 +24,7 @@ from ...recorder import Recorder
 from ...vocabulary import Attr
 from ._approvals import Approvals, decisions
 from ._hooks import agent_started, close_open, resumed
-from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, plain, telemetry_failed
+from ._state import DEFAULT_WORKFLOW, RUN, SYSTEM, TOOL, RunState, arg, pending_id, plain, telemetry_failed
 
 Begin = Callable[..., "tuple[RunState, dict[str, Any]] | None"]  # (args, kwargs, streamed=False)
 End = Callable[..., None]  # (state, error, result=None)
@@ -50,12 +50,11 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
                 parent = tool.invocation.context
             else:
                 parent = caller.segment.context if caller.segment is not None else caller.parent
-            state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config)
+            state = RunState(recorder, None, parent or otel_context.get_current(), nested=True, run_config=run_config,
+                             first_agent=_first_agent(args, kwargs, run_input))
         elif in_run():  # the app's own run (or another framework's): the run's first agent is a sub-agent it spawned
-            resuming = _is_state(run_input)
-            state = _in_app_run(recorder, run_config, _interrupted_run(run_input) if resuming else None,
-                                getattr(run_input, "_current_agent", None) if resuming else arg(args, kwargs, 0,
-                                                                                                 "starting_agent"))
+            state = _in_app_run(recorder, run_config, _interrupted_run(run_input) if _is_state(run_input) else None,
+                                _first_agent(args, kwargs, run_input))
         else:
             workflow = getattr(run_config, "workflow_name", None) or DEFAULT_WORKFLOW
             resuming = _is_state(run_input)
@@ -78,6 +77,13 @@ def beginner(recorder: Recorder, hooks_cls: type, hook_bases: tuple[type, type],
 
     def _is_state(value: Any) -> bool:
         return run_state_type is not None and isinstance(value, run_state_type)
+
+    def _first_agent(args: tuple[Any, ...], kwargs: dict[str, Any], run_input: Any) -> Any:
+        """The agent a run without a root of its own starts with: the starting
+        agent, or the one a resumed state goes on with."""
+        if _is_state(run_input):
+            return getattr(run_input, "_current_agent", None)
+        return arg(args, kwargs, 0, "starting_agent")
 
     return begin
 
@@ -117,9 +123,7 @@ _interrupted_lock = threading.Lock()
 
 
 def _call_id(item: Any) -> str:
-    raw = getattr(item, "raw_item", None)
-    call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
-    return str(call_id or "")
+    return pending_id(getattr(item, "raw_item", None))
 
 
 def _pending_calls(items: Any) -> tuple[str, ...]:
@@ -246,11 +250,12 @@ def finish(state: RunState, error: BaseException | None, limit_errors: tuple[typ
 def _stop(state: RunState, error: BaseException | None, limit_errors: tuple[type, ...],
           tripwires: dict[type, str]) -> None:
     """A limit or a guardrail stops the run: the root's forced stop (a nested
-    run's agent's, having no root), naming what stopped it. Inside the app's
-    run a blocking input guardrail can trip before any agent's turn: the
-    starting agent's stop (the SDK had started it: its own agent span is open)."""
+    run's agent's, having no root), naming what stopped it. In a run with no
+    root (inside a tool or guardrail, or the app's run) a blocking input
+    guardrail can trip before any agent's turn: the starting agent's stop
+    (the SDK had started it: its own agent span is open)."""
     target: Invocation | None = state.root or state.segment
-    if target is None and error is not None and state.spawner is not None and state.first_agent is not None:
+    if target is None and error is not None and state.first_agent is not None:
         if isinstance(error, limit_errors) or any(isinstance(error, kind) for kind in tripwires):
             agent_started(state, state.first_agent)
             target = state.segment

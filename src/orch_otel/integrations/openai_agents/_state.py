@@ -71,6 +71,14 @@ RUN: ContextVar[RunState | None] = ContextVar("orch_otel_openai_agents_run", def
 TOOL: ContextVar[ToolRun | None] = ContextVar("orch_otel_openai_agents_tool", default=None)
 
 
+def pending_id(raw: Any) -> str:
+    """The id of a call awaiting approval: a tool call's ``call_id``, a hosted
+    MCP server's approval request's own ``id`` (it has no call id)."""
+    get = raw.get if isinstance(raw, dict) else lambda key: getattr(raw, key, None)
+    call_id = get("call_id") or (get("id") if get("type") == "mcp_approval_request" else None)
+    return str(call_id or "")
+
+
 def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any = None) -> Any:
     """A wrapped call's argument, passed by position or by keyword."""
     if len(args) > index:
