@@ -83,6 +83,33 @@ def test_parent_is_remote_and_resource_survive(recorded, tmp_path):
         assert record.parent_is_remote is False
 
 
+def test_a_live_span_copy_keeps_events_links_status_and_scope_and_a_plain_span_has_none():
+    """The live exporter's copy of an SDK span (``from_readable_span``), field by field."""
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("orch_otel", "9.9")
+    with tracer.start_as_current_span("plain") as plain:
+        pass
+    link = otel_trace.Link(plain.get_span_context(), {"why": "follows"})
+    with tracer.start_as_current_span("rich", links=[link], kind=otel_trace.SpanKind.CLIENT,
+                                      attributes={"k": "v", "n": 2}) as rich:
+        rich.add_event("orch.decision", {"orch.decision": "stop"}, timestamp=123)
+        rich.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, "boom"))
+    by_name = {s.name: from_readable_span(s) for s in memory.get_finished_spans()}
+    bare, full = by_name["plain"], by_name["rich"]
+    assert (bare.events, bare.links, bare.status, bare.status_message, bare.kind) == ((), (), "unset", "", "internal")
+    assert (bare.parent_id, bare.parent_is_remote, bare.scope, bare.scope_version) == (None, False, "orch_otel", "9.9")
+    assert full.attributes == {"k": "v", "n": 2} and type(full.attributes) is dict
+    assert [(e.name, e.time_ns, dict(e.attributes)) for e in full.events] == [("orch.decision", 123, {"orch.decision": "stop"})]
+    assert [(li.trace_id, li.span_id, dict(li.attributes)) for li in full.links] == [(bare.trace_id, bare.span_id, {"why": "follows"})]
+    assert (full.status, full.status_message, full.kind) == ("error", "boom", "client")
+    assert len(full.trace_id) == 32 and len(full.span_id) == 16 and full.end_ns >= full.start_ns > 0
+
+
 def test_collector_json_variants_are_accepted(tmp_path):
     """int64 as numbers or strings, enum names, unknown fields, base64 ids, bytesValue."""
     tid, sid = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"

@@ -89,8 +89,14 @@ def _plain(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def from_readable_span(span: ReadableSpan) -> SpanRecord:
+    # Each SDK property is read once: ``events`` and ``links`` copy the span's
+    # locked lists on every access, and most spans have neither.
     ctx = span.context
     parent = span.parent
+    status = span.status
+    scope = span.instrumentation_scope
+    events = span.events
+    links = span.links
     return SpanRecord(
         trace_id=format(ctx.trace_id, "032x"),
         span_id=format(ctx.span_id, "016x"),
@@ -99,18 +105,18 @@ def from_readable_span(span: ReadableSpan) -> SpanRecord:
         name=span.name,
         start_ns=span.start_time or 0,
         end_ns=span.end_time or span.start_time or 0,
-        status=_STATUS.get(span.status.status_code, "unset"),
-        status_message=span.status.description or "",
+        status=_STATUS.get(status.status_code, "unset"),
+        status_message=status.description or "",
         attributes=_plain(span.attributes),  # plain dicts: fast lookups downstream
-        events=tuple(EventRecord(e.name, e.timestamp, _plain(e.attributes)) for e in span.events),
+        events=tuple(EventRecord(e.name, e.timestamp, _plain(e.attributes)) for e in events) if events else (),
         links=tuple(
             LinkRecord(format(link.context.trace_id, "032x"), format(link.context.span_id, "016x"), link.attributes or {})
-            for link in span.links
-        ),
+            for link in links
+        ) if links else (),
         resource=span.resource.attributes if span.resource is not None else {},
         kind=_KIND.get(span.kind, "internal"),
-        scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else "",
-        scope_version=(span.instrumentation_scope.version or "") if span.instrumentation_scope is not None else "",
+        scope=scope.name if scope is not None else "",
+        scope_version=(scope.version or "") if scope is not None else "",
     )
 
 

@@ -197,7 +197,8 @@ class ContentWriter:
         new = {ref: text for ref, text in contents.items() if ref not in self._written}
         if not new:
             return False
-        self._file.write(b"".join(orjson.dumps({"ref": ref, "text": text}) + b"\n" for ref, text in new.items()))
+        self._file.write(b"".join(orjson.dumps({"ref": ref, "text": text}, option=orjson.OPT_APPEND_NEWLINE)
+                                     for ref, text in new.items()))
         for ref in new:
             self._written[ref] = None
         while len(self._written) > self._limit:
@@ -243,7 +244,7 @@ class TraceWriter:
         with self._lock:
             if contents:
                 self._contents.add(contents)
-            self._traces.write(orjson.dumps(trace) + b"\n")
+            self._traces.write(orjson.dumps(trace, option=orjson.OPT_APPEND_NEWLINE))  # the line end without a copy
 
     def forked(self) -> None:
         """In a forked child: write to new files of this process's own; the

@@ -116,18 +116,24 @@ def _clock(span: SpanRecord, earliest: int, problems: list[str]) -> SpanRecord:
     return dataclasses.replace(span, start_ns=start, end_ns=end, events=events)
 
 
-def _long(value: Any) -> bool:
-    if type(value) is str:
-        return len(value) > MAX_NAME_CHARS
-    return type(value) in (tuple, list) and any(type(v) is str and len(v) > MAX_NAME_CHARS for v in value)
+def _long_values(attrs: Mapping[str, Any]) -> bool:
+    """Any value (or item of a list value) longer than ``MAX_NAME_CHARS``, content texts aside.
+    One loop, the length first: almost every value is short (this runs on every span)."""
+    for key, value in attrs.items():
+        kind = type(value)
+        if kind is str:
+            if len(value) > MAX_NAME_CHARS and key not in _CONTENT_TEXTS:
+                return True
+        elif (kind is tuple or kind is list) and key not in _CONTENT_TEXTS \
+                and any(type(v) is str and len(v) > MAX_NAME_CHARS for v in value):
+            return True
+    return False
 
 
 def _oversized(span: SpanRecord) -> bool:
-    if len(span.name) > MAX_NAME_CHARS:
+    if len(span.name) > MAX_NAME_CHARS or _long_values(span.attributes):
         return True
-    if any(_long(v) for k, v in span.attributes.items() if k not in _CONTENT_TEXTS):
-        return True
-    return any(_long(v) for e in span.events for k, v in e.attributes.items() if k not in _CONTENT_TEXTS)
+    return any(_long_values(e.attributes) for e in span.events)
 
 
 def cap(text: str) -> str:

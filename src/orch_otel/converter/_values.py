@@ -114,4 +114,4 @@ def _status(span: SpanRecord) -> str:
 
 
 def _seconds(ns: int) -> float:
-    return round(max(ns, 0) / 1e9, 6)
+    return round(ns / 1e9, 6) if ns > 0 else 0.0  # a conditional, not max(): called for every event
