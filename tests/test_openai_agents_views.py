@@ -226,6 +226,22 @@ def test_a_reply_with_only_a_hosted_call_between_two_turns_does_not_split_the_ro
     assert [t["function"]["name"] for t in row["tools"]] == ["lookup_invoice"]
 
 
+def test_after_a_handoff_a_reply_of_a_lone_web_search_leaves_one_row_per_agent(tmp_path):
+    """triage hands off to researcher, whose first reply is only a web search: triage's row trains its
+    handoff, researcher's one row (its two calls) trains its answer only, with triage's handoff as input."""
+    triage, researcher = _chat(tmp_path, apps.handoff_to_a_searcher)
+    question = {"role": "user", "content": "What is the refund policy?"}
+    assert (triage["agent"], triage["messages"]) == ("triage", [
+        question, {"role": "assistant", "content": "", "trainable": True, "weight": 1, "tool_calls": [
+            {"id": "h1", "type": "function", "function": {"name": "transfer_to_researcher", "arguments": {}}}]}])
+    assert (researcher["agent"], researcher["messages"]) == ("researcher", [
+        question,
+        {"role": "user", "content": "triage: [tool call transfer_to_researcher] {}", "name": "triage"},
+        {"role": "user", "content": '[tool result transfer_to_researcher] {"assistant": "researcher"}'},
+        {"role": "assistant", "content": "Refunds within 30 days.", "trainable": True, "weight": 1}])
+    assert (len(researcher["event_ids"]), researcher["replies_not_shown"]) == (2, 1)
+
+
 def test_a_last_reply_of_reasoning_only_is_no_turn_as_a_hosted_only_reply_is(tmp_path):
     """The run ends on a reply holding only reasoning (the SDK's final output is empty): no chat message
     shows it, so it is counted, not trained as an empty answer; t1 is the row's one trained reply."""
