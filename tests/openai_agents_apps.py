@@ -569,6 +569,54 @@ def hosted_tools() -> Any:
     return run(agent, "What is the refund policy?", run_config=RunConfig(workflow_name="research"))
 
 
+def web_search(item_id: str) -> Any:
+    """A reply's completed provider-side web search, as the Responses API returns it."""
+    from openai.types.responses import ResponseFunctionWebSearch
+    from openai.types.responses.response_function_web_search import ActionSearch
+
+    return ResponseFunctionWebSearch(id=item_id, type="web_search_call", status="completed",
+                                     action=ActionSearch(type="search", query="refund policy"))
+
+
+def search_between_calls() -> Any:
+    """researcher calls lookup_invoice (t1); its next reply is only the provider's web search ws_2, no text
+    and no function call, so the SDK calls the model again, and it answers."""
+    from agents import WebSearchTool
+
+    search = web_search("ws_2")
+    agent = Agent(name="researcher", tools=[WebSearchTool(), lookup_invoice], model=model(
+        step(function_call("lookup_invoice", {"number": "42"}, call_id="t1")),
+        step(search),
+        step(assistant_message("Refunds within 30 days; invoice 42 is paid.")),
+    ))
+    return run(agent, "Is invoice 42 refundable?", run_config=RunConfig(workflow_name="research"))
+
+
+def handoff_to_a_searcher() -> Any:
+    """triage hands off (h1) to researcher, whose first reply is only the provider's web search ws_3; the SDK
+    calls researcher's model again, and it answers."""
+    from agents import WebSearchTool
+
+    search = web_search("ws_3")
+    researcher = Agent(name="researcher", tools=[WebSearchTool()], model=model(
+        step(search), step(assistant_message("Refunds within 30 days."))))
+    triage = Agent(name="triage", handoffs=[researcher], model=model(
+        step(function_call("transfer_to_researcher", {}, call_id="h1"))))
+    return run(triage, "What is the refund policy?", run_config=RunConfig(workflow_name="research"))
+
+
+def reasoning_last() -> Any:
+    """researcher calls lookup_invoice (t1); its next reply is only a reasoning item (rs_2): the SDK ends the
+    run with that reply, its final output empty."""
+    from openai.types.responses import ResponseReasoningItem
+
+    agent = Agent(name="researcher", tools=[lookup_invoice], model=model(
+        step(function_call("lookup_invoice", {"number": "42"}, call_id="t1")),
+        step(ResponseReasoningItem(id="rs_2", type="reasoning", summary=[])),
+    ))
+    return run(agent, "Is invoice 42 refundable?", run_config=RunConfig(workflow_name="research"))
+
+
 def hosted_mcp_listing_and_request() -> list[Any]:
     """The provider's first reply for a hosted MCP server (label "docs") that asks before calls: the server's tool
     listing (ml_1: search_docs, delete_doc) and its request (mcpr_1) to call delete_doc."""

@@ -381,6 +381,32 @@ def test_art_rl_and_sft_train_exactly_the_replies(runs, app, tmp_path, local_tok
     assert sft == want + again and flagged == sum(again.values())
 
 
+def test_art_trains_no_reply_of_hosted_calls_only_and_keeps_one_trajectory_per_agent(tmp_path, local_tokenizer):
+    """tests/openai_agents_apps.py search_between_calls (researcher: lookup, a reply that is only a web search,
+    the answer) and hosted_mcp_approval (librarian: a reply that is only the MCP listing and approval request,
+    then the answer): such a reply is no Choice and does not split the agent's trajectory; ART RL and SFT
+    train each real reply once."""
+    pytest.importorskip("agents", reason="needs the optional extra: pip install 'orch-otel[openai-agents]'")
+    import openai_agents_apps as apps
+
+    from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
+
+    record_instrumented(tmp_path / "runs", OpenAIAgentsInstrumentor(), apps.search_between_calls)
+    record_instrumented(tmp_path / "runs", OpenAIAgentsInstrumentor(), lambda: apps.hosted_mcp_approval(True))
+    loaded = _art(tmp_path / "runs", tmp_path / "art", local_tokenizer)
+    trajectories = {t["metadata"]["agent"]: t for g in loaded["groups"] for t in g["trajectories"]}
+    assert len(trajectories) == sum(len(g["trajectories"]) for g in loaded["groups"])  # one per agent
+    want = {"researcher": [call("lookup_invoice", number="42"), say("Refunds within 30 days; invoice 42 is paid.")],
+            "librarian": [say("Deleted.")]}
+    assert {agent: _choices(t) for agent, t in trajectories.items()} == {
+        agent: [(text, [name for name, _ in calls]) for text, calls in replies] for agent, replies in want.items()}
+    for agent, t in trajectories.items():
+        trained = [parsed(r + "<|im_end|>\n") for r in t["sft_trained_text"].split("<|im_end|>\n")[:-1]]
+        assert trained == want[agent]
+        assert [x for seq in t["rl"]["True"] for x in seq] == [x for i in t["items"] if i["choice"] for x in i["token_ids"]]
+        assert (len(t["metadata"]["event_ids"]), t["metadata"]["replies_not_shown"]) == (len(want[agent]) + 1, 1)
+
+
 def test_art_without_token_ids_is_for_sft_only(runs, tmp_path):
     loaded = _art(runs["langgraph-supervisor"][0], tmp_path)
     for t in loaded["groups"][0]["trajectories"]:

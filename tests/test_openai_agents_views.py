@@ -168,6 +168,23 @@ def test_the_first_pass_keeps_only_tasks_of_several_traces(tmp_path):
     assert sorted(tasks["conv-8"].given.values()) == [("billing",)] * 3 + [("triage",)] * 2
 
 
+def _lookup_then_answer(question: str) -> list[dict]:
+    """researcher's row: the question, its lookup_invoice call t1 and result, its answer (both trained)."""
+    return [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": "", "trainable": True, "weight": 1,
+         "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "lookup_invoice",
+                                                                      "arguments": {"number": "42"}}}]},
+        {"role": "tool", "content": "invoice 42: paid", "tool_call_id": "t1"},
+        {"role": "assistant", "content": "Refunds within 30 days; invoice 42 is paid.", "trainable": True,
+         "weight": 1},
+    ]
+
+
+_DELETED = [{"role": "user", "content": "Delete the old policy."},
+            {"role": "assistant", "content": "Deleted.", "trainable": True, "weight": 1}]
+
+
 def test_hosted_calls_are_no_chat_messages_and_no_function_tools_of_the_row(tmp_path):
     """The provider ran web_search, file_search and the docs MCP server's
     search_docs inside researcher's first call: no tool turn answers them, so
@@ -175,15 +192,63 @@ def test_hosted_calls_are_no_chat_messages_and_no_function_tools_of_the_row(tmp_
     the row offers only the function tool the model can call, lookup_invoice.
     Both calls' replies make one row: the second prompt extends the first."""
     (row,) = _chat(tmp_path, apps.hosted_tools)
-    assert row["messages"] == [
-        {"role": "user", "content": "What is the refund policy?"},
-        {"role": "assistant", "content": "", "trainable": True, "weight": 1,
-         "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "lookup_invoice",
-                                                                      "arguments": {"number": "42"}}}]},
-        {"role": "tool", "content": "invoice 42: paid", "tool_call_id": "t1"},
-        {"role": "assistant", "content": "Refunds within 30 days; invoice 42 is paid.", "trainable": True, "weight": 1},
-    ]
+    assert row["messages"] == _lookup_then_answer("What is the refund policy?")
     assert [t["function"]["name"] for t in row["tools"]] == ["lookup_invoice"]
+
+
+def test_a_reply_of_hosted_mcp_items_only_is_no_turn_and_the_agent_keeps_one_row(tmp_path):
+    """librarian's first reply is only the docs server's listing and approval request (no text, no
+    function call); on_approval_request approves and the model answers. The next prompt shows nothing of
+    that reply, so it is no chat turn: one row, the answer its only trained reply, both calls in it."""
+    (row,) = _chat(tmp_path, lambda: apps.hosted_mcp_approval(True))
+    assert row["messages"] == _DELETED
+    assert row["completion"] == row["messages"][1:]
+    assert (len(row["event_ids"]), row["replies_not_shown"]) == (2, 1)
+
+
+def test_a_run_that_stopped_awaiting_a_hosted_approval_trains_no_empty_reply(tmp_path):
+    """The first run's only reply is the listing and the request it awaits: nothing to train. The resumed
+    run's row is the question and the answer."""
+    (row,) = _chat(tmp_path, apps.hosted_mcp_approved_after_interrupt)
+    assert row["messages"] == _DELETED
+    assert row["replies_not_shown"] == 0
+
+
+def test_a_reply_with_only_a_hosted_call_between_two_turns_does_not_split_the_row(tmp_path):
+    """researcher's middle reply is only a web search: its third prompt is the first two turns plus nothing
+    a chat shows, so its three calls make one row whose two real replies are trained once each, and no
+    empty reply is trained."""
+    (row,) = _chat(tmp_path, apps.search_between_calls)
+    expected = _lookup_then_answer("Is invoice 42 refundable?")
+    assert row["messages"] == expected
+    assert row["prompt"] == expected[:1] and row["completion"] == expected[1:]
+    assert (len(row["event_ids"]), row["replies_not_shown"]) == (3, 1)
+    assert [t["function"]["name"] for t in row["tools"]] == ["lookup_invoice"]
+
+
+def test_after_a_handoff_a_reply_of_a_lone_web_search_leaves_one_row_per_agent(tmp_path):
+    """triage hands off to researcher, whose first reply is only a web search: triage's row trains its
+    handoff, researcher's one row (its two calls) trains its answer only, with triage's handoff as input."""
+    triage, researcher = _chat(tmp_path, apps.handoff_to_a_searcher)
+    question = {"role": "user", "content": "What is the refund policy?"}
+    assert (triage["agent"], triage["messages"]) == ("triage", [
+        question, {"role": "assistant", "content": "", "trainable": True, "weight": 1, "tool_calls": [
+            {"id": "h1", "type": "function", "function": {"name": "transfer_to_researcher", "arguments": {}}}]}])
+    assert (researcher["agent"], researcher["messages"]) == ("researcher", [
+        question,
+        {"role": "user", "content": "triage: [tool call transfer_to_researcher] {}", "name": "triage"},
+        {"role": "user", "content": '[tool result transfer_to_researcher] {"assistant": "researcher"}'},
+        {"role": "assistant", "content": "Refunds within 30 days.", "trainable": True, "weight": 1}])
+    assert (len(researcher["event_ids"]), researcher["replies_not_shown"]) == (2, 1)
+
+
+def test_a_last_reply_of_reasoning_only_is_no_turn_as_a_hosted_only_reply_is(tmp_path):
+    """The run ends on a reply holding only reasoning (the SDK's final output is empty): no chat message
+    shows it, so it is counted, not trained as an empty answer; t1 is the row's one trained reply."""
+    assert apps.reasoning_last().final_output == ""
+    (row,) = _chat(tmp_path, apps.reasoning_last)
+    assert row["messages"] == _lookup_then_answer("Is invoice 42 refundable?")[:2]
+    assert (len(row["event_ids"]), row["replies_not_shown"]) == (2, 1)
 
 
 def test_a_guardrails_message_is_the_tool_result_the_model_read(tmp_path):

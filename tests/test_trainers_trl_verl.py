@@ -2,7 +2,7 @@
 real instrumented runs (the LangGraph supervisor, a ReAct agent whose
 pre_model_hook trims its history, an agent run twice on one thread, AutoGen's SelectorGroupChat and a
 tool-using RoundRobinGroupChat, MagenticOne, two runs of an OpenAI Agents SDK handoff
-app in one session, all on scripted models, content capture
+app in one session, two SDK agents with a reply of hosted calls only, all on scripted models, content capture
 on; and the supervisor's branches) are fed to the trainers' own code in
 ``.venv-trainers`` (TRL 1.16 ``SFTTrainer`` and ``DPOTrainer``, 2 steps each on a
 2-layer random Qwen2; verl 0.9.1 ``RLHFDataset`` and ``MultiTurnSFTDataset``),
@@ -74,6 +74,11 @@ def _replies(text: bool = False) -> Counter:
         ("billing", _call("lookup_invoice", {"number": "42"}, text) + END): 1,
         ("billing", "Invoice 42 is paid." + END): 1,
         ("billing", "Invoice 43 is open." + END): 1,
+        # openai_agents_apps.search_between_calls and hosted_mcp_approval(True): a reply of hosted calls only
+        # (a web search; an MCP listing and approval request) is no turn: nothing empty is trained
+        ("researcher", _call("lookup_invoice", {"number": "42"}, text) + END): 1,
+        ("researcher", "Refunds within 30 days; invoice 42 is paid." + END): 1,
+        ("librarian", "Deleted." + END): 1,
         # autogen_apps.magentic_one: the orchestrator's model (each ledger call a fresh prompt), then coder's
         ("MagenticOneGroupChat", "FACTS..." + END): 1,
         ("MagenticOneGroupChat", "PLAN..." + END): 1,
@@ -128,8 +133,11 @@ def report(tmp_path_factory):
     from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor
 
     record_instrumented(base / "session", OpenAIAgentsInstrumentor(), openai_agents_apps.handoffs_in_one_session)
+    record_instrumented(base / "search", OpenAIAgentsInstrumentor(), openai_agents_apps.search_between_calls)
+    record_instrumented(base / "approval", OpenAIAgentsInstrumentor(),
+                        lambda: openai_agents_apps.hosted_mcp_approval(True))
     runs = [base / "supervisor" / "recorded", base / "selector", base / "weather", base / "trim", base / "resume",
-            base / "magentic", base / "session"]
+            base / "magentic", base / "session", base / "search", base / "approval"]
     data = base / "data"
     build(runs, data, Config(view="chat"), fmt="parquet")
     build(runs, data, Config(view="chat"), fmt="verl")

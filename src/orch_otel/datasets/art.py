@@ -14,7 +14,9 @@ starts a new trajectory. ``tools`` is every tool its calls were offered
 result, offered none, is rendered with them by ART's SFT; ART RL reads the
 captured prompt ids, and starts a new sequence where they do not extend). Every reply is a ``Choice`` in exactly one
 trajectory, in its main history (ART's SFT reads no other), and nothing goes
-to ``additional_histories``. ART RL needs, on each trainable Choice, the
+to ``additional_histories``; a reply with no chat message (only hosted tool calls or
+reasoning) is no ``Choice`` and no break, as in the ``chat`` view
+(``metadata.replies_not_shown``). ART RL needs, on each trainable Choice, the
 ``prompt_token_ids`` / ``token_ids`` extras and one ``logprobs.content``
 entry per completion id: written when the ids were captured (or, without
 logprobs, retokenized with ``--tokenizer``); without ids the trajectory says
@@ -35,6 +37,7 @@ from ..vocabulary import Channel, EventKind
 from .analysis import Config, Prepared
 from .groups import NotABranch, find_fork
 from .lightning import reply_message, tokenized_calls
+from .messages import shows_in_chat
 from .tokenize import CallTokens
 
 SFT_ONLY = ("orch-otel: no token ids were captured for these replies and no --tokenizer was given: this trajectory "
@@ -77,9 +80,11 @@ class _Conversation:
         self.rows: list[dict[str, Any]] = []
         self.sources: set[str] = set()
         self.choices = 0
+        self.not_shown: list[tuple[int, str]] = []  # calls whose reply holds no chat message (hosted calls, reasoning)
+        self.calls: list[tuple[int, str]] = []  # (position in the trace, event id) of each call that is a Choice
 
     def add(self, prompt: list[dict[str, Any]], row: dict[str, Any], tools: list[dict[str, Any]],
-            tokens: CallTokens | None, trainable: bool) -> None:
+            tokens: CallTokens | None, trainable: bool, position: int) -> None:
         new = prompt[len(self.messages):] if self.rows else []
         self.items += new
         reply = reply_message(row)
@@ -92,6 +97,7 @@ class _Conversation:
             self.items.append(reply)  # replayed before the fork: context here
         self.tools.update((t["function"]["name"], t) for t in tools)
         self.rows.append(row)
+        self.calls.append((position, row["event_id"]))
 
 
 def _fork_start(p: Prepared) -> tuple[int, dict[str, Any]] | None:
@@ -115,14 +121,20 @@ def art_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str,
     fork = _fork_start(p)
     start = fork[0] if fork is not None else 0
     conversations: list[_Conversation] = []
+    not_shown: dict[str, list[tuple[int, str]]] = {}  # per agent, calls whose reply shows nothing, no conversation yet
     for turn, row, tools, tokens in tokenized_calls(p, config, store, "art format", required=False):
         prompt = row["input_messages"] or []
         current = next((c for c in reversed(conversations) if c.agent == row["agent"] and _extends(c.messages, prompt)),
                        None)
+        if not shows_in_chat(store.value(row["output_ref"])):  # only hosted calls or reasoning: no turn (as in chat)
+            (current.not_shown if current is not None else not_shown.setdefault(row["agent"], [])).append(
+                (turn.index, row["event_id"]))
+            continue
         if current is None:
             current = _Conversation(row["agent"], prompt)
             conversations.append(current)
-        current.add(prompt, row, tools, tokens, trainable=turn.index >= start)
+        current.not_shown += not_shown.pop(row["agent"], [])
+        current.add(prompt, row, tools, tokens, trainable=turn.index >= start, position=turn.index)
     group = fork[1]["group"] if fork is not None else f"task:{p.trace['task_id']}"
     branch = {"fork_event_id": fork[1]["event_id"], "decision": fork[1]["decision"], "option": fork[1]["forced"],
               "recorded": fork[1]["recorded"], "source_trace_id": fork[1]["source_trace_id"]} if fork else {}
@@ -146,7 +158,8 @@ def _trajectory(p: Prepared, c: _Conversation, group: str, branch: dict[str, Any
             "art_group": group, "trace_id": p.trace["trace_id"], "task_id": p.trace["task_id"],
             "system": p.trace.get("system"), "topology": p.trace.get("topology"), "agent": c.agent,
             "role": first["role"], "episodes": sorted({r["episode"] for r in c.rows}),
-            "event_ids": [r["event_id"] for r in c.rows], "token_source": source, "art_rl": rl,
+            "event_ids": [event for _, event in sorted(c.calls + c.not_shown)], "token_source": source, "art_rl": rl,
+            "replies_not_shown": len(c.not_shown),
             # assistant messages that are not Choices: context for RL, but ART SFT trains every assistant message
             "context_assistant_messages": context, "reward_recorded": p.reward is not None, **branch,
         },

@@ -238,6 +238,14 @@ def _autogen_results(results: list[Any]) -> list[dict[str, Any]]:
              "name": str(r.get("name") or "")} for r in results if isinstance(r, dict)]
 
 
+def shows_in_chat(value: Any) -> bool:
+    """Whether a captured reply holds a chat message: text (even empty) or a
+    call of a function or local tool. A reply made only of items left out of
+    the chat (hosted tool calls, reasoning) holds none: the next prompt has no
+    message for it, so it is no chat turn."""
+    return bool(normalize_messages(value, default_role="assistant"))
+
+
 def normalize_output(value: Any) -> dict[str, Any]:
     """Captured output as one assistant message (the last assistant message
     when several were returned)."""

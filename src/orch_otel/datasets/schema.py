@@ -38,7 +38,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     "chat": _BASE + [
         ("agent", "str"), ("role", "str"), ("episode", "int"), ("segment", "int"), ("event_ids", "strs"),
         ("messages", "json"), ("prompt", "json"), ("completion", "json"), ("tools", "json"),
-        ("reward", "float"), ("credit_unit", "str"),
+        ("replies_not_shown", "int"), ("reward", "float"), ("credit_unit", "str"),
     ],
     "triplets": [("prompt", "json"), ("response", "json"), ("reward", "float"), ("metadata", "json")],
     "groups": [

@@ -28,7 +28,7 @@ from ..tracefiles import ContentIndex
 from ..vocabulary import FORCED_STOP_REASONS, Channel, DecisionKind, EventKind, function_tool
 from .analysis import Config, Prepared, Turn, find_turns
 from .conversations import for_templates, prompt_and_completion, row_messages, split_episode
-from .messages import as_seen_by, normalize_messages, normalize_output, reply_key
+from .messages import as_seen_by, normalize_messages, normalize_output, reply_key, shows_in_chat
 
 CAPTURE_HINT = (
     "the {view} view needs captured content (prompts and replies), and trace {trace_id} "
@@ -323,22 +323,44 @@ def _reply(row: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
+def _rows_of_episode(items: list[tuple[Turn, dict[str, Any], bool]]) -> list[list[int]]:
+    """The episode's calls grouped into rows (indexes into ``items``): the
+    calls whose reply shows in a chat as :func:`split_episode` groups them,
+    and each call whose reply shows nothing (only hosted calls or reasoning)
+    in the row current when it was made (the first row, before any)."""
+    shown = [k for k, (_, _, visible) in enumerate(items) if visible]
+    if not shown:
+        return []
+    segments = split_episode([(items[k][1]["input_messages"] or [], _reply(items[k][1])) for k in shown])
+    row_of = {shown[i]: n for n, segment in enumerate(segments) for i in segment}
+    rows: list[list[int]] = [[] for _ in segments]
+    current = 0
+    for k in range(len(items)):
+        current = row_of.get(k, current)
+        rows[current].append(k)
+    return rows
+
+
 def chat_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str, Any]]:
     """Rows of :mod:`.conversations`: per agent episode, one per run of calls
-    whose prompts extend each other."""
+    whose prompts extend each other. A reply with no chat message (only
+    hosted tool calls or reasoning, which the next prompt does not show) is
+    no turn: not trained, it does not break the row, and the row counts it
+    (``replies_not_shown``)."""
     turns = find_turns(p.events)
     turn_data = turn_rows(p, config, store, turns, need_content=True)
-    episodes: dict[tuple[str, int], list[tuple[Turn, dict[str, Any]]]] = {}
+    episodes: dict[tuple[str, int], list[tuple[Turn, dict[str, Any], bool]]] = {}
     for turn, row in zip(turns, turn_data):
         if row["output_ref"] is None:  # cut off before it answered (cancelled): no reply to train
             continue
-        episodes.setdefault(turn.episode, []).append((turn, row))
+        visible = shows_in_chat(store.value(row["output_ref"]))
+        episodes.setdefault(turn.episode, []).append((turn, row, visible))
     rows = []
     for (agent, episode), items in episodes.items():
-        calls = [(row["input_messages"] or [], _reply(row)) for _, row in items]
-        for segment, indexes in enumerate(split_episode(calls)):
-            part = [items[i] for i in indexes]
-            messages = for_templates(row_messages([calls[i] for i in indexes])) or []
+        for segment, indexes in enumerate(_rows_of_episode(items)):
+            part = [(items[i][0], items[i][1]) for i in indexes]
+            calls = [(items[i][1]["input_messages"] or [], _reply(items[i][1])) for i in indexes if items[i][2]]
+            messages = for_templates(row_messages(calls)) or []
             prompt, completion = prompt_and_completion(messages)
             n_steps = sum(1 + len(turn.tool_calls) for turn, _ in part)
             last = max(i for turn, _ in part for i in (turn.index, *turn.tool_calls))
@@ -354,6 +376,7 @@ def chat_rows(p: Prepared, config: Config, store: ContentIndex) -> list[dict[str
                 "prompt": prompt,
                 "completion": completion,
                 "tools": _row_tools(p, store, part),
+                "replies_not_shown": sum(not items[i][2] for i in indexes),
                 "reward": p.reward,
                 "credit_unit": "agent",
                 **p.credit.unit(agent, n_steps, last, first.get("instance")),
