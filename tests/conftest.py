@@ -50,6 +50,16 @@ def recording(capture: bool) -> Iterator[None]:
         recorder.content = saved
 
 
+def recorded_with_content(run, captured, monkeypatch) -> tuple[dict, dict[str, str]]:
+    """Run ``run()`` with content capture on (the process recorder's policy
+    otherwise as it is): its one trace, checked, and the contents a replay reads."""
+    with monkeypatch.context() as m:
+        m.setattr(get_recorder().content, "capture", True)
+        run()
+    (conversion,) = captured.conversions()
+    return check_trace(conversion.trace), conversion.contents
+
+
 def events_of(trace: dict, kind: str, **match) -> list[dict]:
     return [e for e in trace["events"] if e["type"] == kind and all(e.get(k) == v for k, v in match.items())]
 

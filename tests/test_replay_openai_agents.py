@@ -18,7 +18,7 @@ pytest.importorskip("agents", reason="needs the optional extra: pip install 'orc
 import openai_agents_apps as apps  # noqa: E402
 from agents import Agent, Runner, function_tool, handoff  # noqa: E402
 from agents.testing import ScriptedModel  # noqa: E402
-from conftest import check_trace, instrumentor_fixture  # noqa: E402
+from conftest import check_trace, instrumentor_fixture, recorded_with_content  # noqa: E402
 
 import orch_otel  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
@@ -70,16 +70,8 @@ def _support_without_answers() -> Agent:
     return triage
 
 
-def _record(run, captured, monkeypatch) -> tuple[dict, dict[str, str]]:
-    with monkeypatch.context() as m:
-        m.setattr(get_recorder().content, "capture", True)
-        run()
-    (conversion,) = captured.conversions()
-    return check_trace(conversion.trace), conversion.contents
-
-
 def test_a_handoff_run_replays_with_every_model_and_tool_call_served(captured, monkeypatch):
-    trace, contents = _record(apps.support(), captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.support(), captured, monkeypatch)
     result = replay(trace, _support_without_answers(), contents=contents)
     assert result.equal, result.divergence
     assert result.served == 5 and result.live == 0  # four model calls and the lookup
@@ -88,7 +80,7 @@ def test_a_handoff_run_replays_with_every_model_and_tool_call_served(captured, m
 
 def test_parallel_tools_replay_and_the_failed_tool_runs_as_itself_and_fails_again(captured, monkeypatch):
     """As for the other frameworks: a failure is no result a replay can serve."""
-    trace, contents = _record(apps.parallel_tools, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.parallel_tools, captured, monkeypatch)
     agent = Agent(name="researcher", tools=[raising_fetch_async, raising_fetch_sync, failing_again],
                   model=_unscripted())
     result = replay(trace, agent, contents=contents)
@@ -99,7 +91,7 @@ def test_parallel_tools_replay_and_the_failed_tool_runs_as_itself_and_fails_agai
 
 
 def test_agents_as_tools_replay_with_the_sub_agents_model_calls_served(captured, monkeypatch):
-    trace, contents = _record(apps.agents_as_tools, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.agents_as_tools, captured, monkeypatch)
     researcher = Agent(name="researcher", model=_unscripted())
     writer = Agent(name="writer", model=_unscripted())
     manager = Agent(name="manager", model=_unscripted(), tools=[
@@ -113,7 +105,7 @@ def test_agents_as_tools_replay_with_the_sub_agents_model_calls_served(captured,
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_changed_prompt_is_not_served_and_the_replay_diverges(captured, monkeypatch, streamed):
-    trace, contents = _record(apps.support_streamed if streamed else apps.support(), captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.support_streamed if streamed else apps.support(), captured, monkeypatch)
     app = _support_without_answers()
     app.instructions = "Route the customer politely."  # not the recorded system prompt
     result = replay(trace, app, contents=contents)
@@ -124,7 +116,7 @@ def test_a_changed_prompt_is_not_served_and_the_replay_diverges(captured, monkey
 def test_a_fork_at_a_handoff_hands_off_to_the_chosen_agent(captured, monkeypatch):
     """router handed off to sales; forked to support, the served reply calls
     transfer_to_support, and support's own model answers from there on."""
-    trace, contents = _record(apps.routed, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.routed, captured, monkeypatch)
     (handoff_decision,) = [e for e in trace["events"] if e.get("decision") == "delegate"]
     assert handoff_decision["options"] == ["sales", "support"]
     app = apps.router_agents(sales_reply="not asked")
@@ -168,7 +160,7 @@ def _run_input(trace: dict, contents: dict[str, str]) -> dict:
 
 
 def test_a_streamed_run_replays_streamed_with_every_model_and_tool_call_served(captured, monkeypatch):
-    trace, contents = _record(apps.support_streamed, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.support_streamed, captured, monkeypatch)
     assert _run_input(trace, contents) == {"input": "Is invoice 42 paid?", "workflow": "support", "streamed": True}
     result = replay(trace, _support_without_answers(), contents=contents)
     assert result.equal, result.divergence
@@ -178,7 +170,7 @@ def test_a_streamed_run_replays_streamed_with_every_model_and_tool_call_served(c
 
 
 def test_a_run_not_streamed_replays_not_streamed(captured, monkeypatch):
-    trace, contents = _record(apps.support(), captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.support(), captured, monkeypatch)
     assert _run_input(trace, contents) == {"input": "Is invoice 42 paid?", "workflow": "support"}
     result = replay(trace, _support_without_answers(), contents=contents)
     assert result.equal, result.divergence
@@ -188,7 +180,7 @@ def test_a_run_not_streamed_replays_not_streamed(captured, monkeypatch):
 def test_a_fork_at_a_handoff_of_a_streamed_run_goes_on_streamed_with_the_chosen_agent(captured, monkeypatch):
     """router handed off to sales in a streamed run; forked to support, support's
     own model answers, asked for a stream as in the recorded run."""
-    trace, contents = _record(apps.routed_streamed, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.routed_streamed, captured, monkeypatch)
     (handoff_decision,) = [e for e in trace["events"] if e.get("decision") == "delegate"]
     app = apps.router_agents(sales_reply="not asked", support_reply="support here")
     app.model = _unscripted()  # router's one reply is served (rewritten)
@@ -205,7 +197,7 @@ def test_a_fork_at_a_handoff_of_a_streamed_run_goes_on_streamed_with_the_chosen_
 def test_an_agent_tool_that_streams_has_its_nested_streamed_calls_served(captured, monkeypatch):
     """An agent used as a tool with on_stream runs its agent through
     Runner.run_streamed: its model calls are streams, served as well."""
-    trace, contents = _record(lambda: apps.agent_tool_streaming([]), captured, monkeypatch)
+    trace, contents = recorded_with_content(lambda: apps.agent_tool_streaming([]), captured, monkeypatch)
     seen: list = []
     manager = apps.streaming_agent_tools(_unscripted(), _unscripted(), seen)
     result = replay(trace, manager, contents=contents)
@@ -270,7 +262,7 @@ def _desk(model) -> object:
 
 
 def test_an_app_function_that_runs_the_sdk_streamed_itself_has_its_calls_served(captured, monkeypatch):
-    trace, contents = _record(lambda: asyncio.run(_desk(apps.model(apps.step(apps.assistant_message("hi"))))("hello")),
+    trace, contents = recorded_with_content(lambda: asyncio.run(_desk(apps.model(apps.step(apps.assistant_message("hi"))))("hello")),
                               captured, monkeypatch)
     result = replay(trace, _desk(_unscripted()), contents=contents)
     assert result.equal, result.divergence

@@ -21,7 +21,7 @@ import openai_agents_apps as apps  # noqa: E402
 from agents import Agent, ApplyPatchTool, ComputerTool, CustomTool, Runner, ShellTool  # noqa: E402
 from agents.computer import AsyncComputer  # noqa: E402
 from agents.testing import ScriptedModel  # noqa: E402
-from conftest import check_trace, instrumentor_fixture  # noqa: E402
+from conftest import check_trace, instrumentor_fixture, recorded_with_content  # noqa: E402
 
 import orch_otel  # noqa: E402
 from orch_otel.integrations.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
@@ -30,14 +30,6 @@ from orch_otel.replaying import replay  # noqa: E402
 from orch_otel.vocabulary import Attr  # noqa: E402
 
 instrumented = instrumentor_fixture(OpenAIAgentsInstrumentor)
-
-
-def _record(run, captured, monkeypatch) -> tuple[dict, dict[str, str]]:
-    with monkeypatch.context() as m:
-        m.setattr(get_recorder().content, "capture", True)
-        run()
-    (conversion,) = captured.conversions()
-    return check_trace(conversion.trace), conversion.contents
 
 
 def _operator(called: list[str]) -> Agent:
@@ -57,7 +49,7 @@ def _operator(called: list[str]) -> Agent:
 
 @pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
 def test_a_shell_command_and_a_custom_tool_are_served_and_never_run_by_a_replay(captured, monkeypatch, live):
-    trace, contents = _record(apps.local_tools, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.local_tools, captured, monkeypatch)
     called: list[str] = []
     result = replay(trace, _operator(called), contents=contents, serve_tools=not live)
     assert result.equal, result.divergence
@@ -75,7 +67,7 @@ def test_a_shell_executors_structured_result_is_served_as_the_model_got_it_and_t
     text the SDK renders for its hooks ("$ echo hi\nhi"); the recording keeps that structure, so the replay
     hands the SDK the same structured result, the model's next prompt is the recorded one, and the command
     does not run."""
-    trace, contents = _record(apps.structured_shell, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.structured_shell, captured, monkeypatch)
     called: list[str] = []
     result = replay(trace, _operator(called), contents=contents)
     assert result.equal, result.divergence
@@ -86,7 +78,7 @@ def test_a_shell_executors_structured_result_is_served_as_the_model_got_it_and_t
 def test_a_hosted_shell_call_is_part_of_the_served_reply_and_the_replay_is_equal(captured, monkeypatch):
     """hs1 ran in the provider's container: the served reply carries it and its output, the app runs nothing for
     it, and the replayed trace has it again as a hosted call inside the model call."""
-    trace, contents = _record(apps.hosted_shell, captured, monkeypatch)
+    trace, contents = recorded_with_content(apps.hosted_shell, captured, monkeypatch)
     result = replay(trace, apps.hosted_shell_agent(script=False), contents=contents)
     assert result.equal, result.divergence
     assert result.served == 3 and result.live == 0  # two model calls and lookup_invoice t1
@@ -98,7 +90,7 @@ def test_a_hosted_shell_call_is_part_of_the_served_reply_and_the_replay_is_equal
 def test_a_hosted_mcp_approval_answered_in_the_run_replays_equal(captured, monkeypatch, approve):
     """The app's on_approval_request answers again in the replay (it is the app's code, not a tool); the served
     replies carry the listing and the provider's call."""
-    trace, contents = _record(lambda: apps.hosted_mcp_approval(approve), captured, monkeypatch)
+    trace, contents = recorded_with_content(lambda: apps.hosted_mcp_approval(approve), captured, monkeypatch)
     result = replay(trace, apps.hosted_mcp_agent(approve, script=False), contents=contents)
     assert result.equal, result.divergence
     assert (result.served, result.live) == (2, 0)
@@ -137,7 +129,7 @@ def _ops(agent: Agent, errors: list[str]) -> Any:
 
 
 def test_a_local_tool_call_the_recording_lacks_stops_the_replay_and_does_not_run(captured, monkeypatch):
-    trace, contents = _record(lambda: asyncio.run(_ops(apps.operator(), [])("go")), captured, monkeypatch)
+    trace, contents = recorded_with_content(lambda: asyncio.run(_ops(apps.operator(), [])("go")), captured, monkeypatch)
     trace["events"] = [e for e in trace["events"] if e.get("call_id") != "s1" or e["type"] not in {
         "tool_call", "tool_result"}]  # the recording no longer holds the command s1
     called: list[str] = []
@@ -155,7 +147,7 @@ def test_a_local_tool_call_the_recording_lacks_stops_the_replay_and_does_not_run
 
 @pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
 def test_a_local_shell_command_is_served_and_never_run_by_a_replay(captured, monkeypatch, live):
-    trace, contents = _record(lambda: apps.run(apps.local_shell(lambda request: "a.txt\nb.txt")), captured,
+    trace, contents = recorded_with_content(lambda: apps.run(apps.local_shell(lambda request: "a.txt\nb.txt")), captured,
                               monkeypatch)
     called: list[list[str]] = []
 
@@ -182,7 +174,7 @@ def test_a_local_shell_command_that_failed_when_recorded_is_not_run_again_by_a_r
         raise RuntimeError("disk busy")
 
     with pytest.raises(RuntimeError):
-        _record(lambda: apps.run(apps.local_shell(busy)), captured, monkeypatch)
+        recorded_with_content(lambda: apps.run(apps.local_shell(busy)), captured, monkeypatch)
     (conversion,) = captured.conversions()
     trace, contents = check_trace(conversion.trace), conversion.contents
     called: list[list[str]] = []
@@ -247,7 +239,7 @@ class Desk(AsyncComputer):
 
 @pytest.mark.parametrize("live", [False, True], ids=["served", "live_tools"])
 def test_a_computer_action_is_served_and_the_computer_is_not_touched_by_a_replay(captured, monkeypatch, live):
-    trace, contents = _record(lambda: apps.computer_use(), captured, monkeypatch)
+    trace, contents = recorded_with_content(lambda: apps.computer_use(), captured, monkeypatch)
     desk = Desk()
     pilot = Agent(name="pilot", tools=[ComputerTool(computer=desk)], model=ScriptedModel([]))
     result = replay(trace, pilot, contents=contents, serve_tools=not live)
@@ -267,7 +259,7 @@ def test_an_apply_patch_call_is_served_and_the_editor_writes_nothing_in_a_replay
     """A run recorded streamed replays streamed: the same action serves the call."""
     recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
     recorded.mkdir(), replayed.mkdir()
-    trace, contents = _record(lambda: apps.patching(apps.Notebook(recorded), streamed), captured, monkeypatch)
+    trace, contents = recorded_with_content(lambda: apps.patching(apps.Notebook(recorded), streamed), captured, monkeypatch)
     assert (recorded / "notes.txt").read_text() == "hello\nworld\n"
     writer = Agent(name="writer", tools=[ApplyPatchTool(editor=apps.Notebook(replayed))], model=ScriptedModel([]))
     result = replay(trace, writer, contents=contents, serve_tools=not live)
