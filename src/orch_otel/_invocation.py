@@ -145,6 +145,16 @@ class Invocation:
             self.span.set_attribute(key, value)
 
     @guarded
+    def set_input(self, value: Any) -> None:
+        """The run's input, known only once the run has started (content, kept
+        as the policy says, as ``input=`` at the start is)."""
+        if self.span.is_recording():
+            attrs: dict[str, Any] = {}
+            content_into(attrs, self._owner.content, value, Attr.INPUT_REF, Attr.RUN_INPUT)
+            if attrs:
+                self.span.set_attributes(attrs)
+
+    @guarded
     def end(self, *, outcome: str = OK, stop_reason: str | None = None, error: BaseException | None = None) -> None:
         """End the span. ``outcome`` is one of ok, error, cancelled, interrupted,
         handoff; only ``error`` marks the span as failed."""

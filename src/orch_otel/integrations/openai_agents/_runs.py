@@ -18,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext
 
 from ..._invocation import INTERRUPTED as INTERRUPTED_OUTCOME
-from ..._invocation import Invocation, content_into, in_run
+from ..._invocation import Invocation, in_run
 from ..._task import root_task_id
 from ...recorder import Recorder
 from ...vocabulary import Attr
@@ -210,10 +210,7 @@ def session_input(streamed: bool) -> Any:
             if (state is not None and state.root is not None and not state.finished and with_history
                     and arg(args, kwargs, 1, "session") is not None and state.segments == 0):
                 workflow = getattr(state.run_config, "workflow_name", None) or DEFAULT_WORKFLOW
-                attrs: dict[str, Any] = {}
-                content_into(attrs, state.recorder.content, _run_input(prepared[0], workflow, streamed),
-                             Attr.INPUT_REF, Attr.RUN_INPUT)
-                state.root.span.set_attributes(attrs)
+                state.root.set_input(_run_input(prepared[0], workflow, streamed))
         except Exception:
             telemetry_failed("session input")
         return prepared
